@@ -82,8 +82,21 @@ def analyze(
     if texts is not None:
         add_grounding(entries, runs, df, enc, texts, memo if gold_spans else None)
     clock.lap("grounding")
-    if texts is not None and gold_spans:
-        _add_localisation(entries, runs, df, enc, texts, gold_spans, n_boot=n_boot, seed=seed, cache=memo)
+    if texts is not None and gold_spans:  # localisation of the evidence runs whose judged samples have gold spans
+        responses = {sid: rr[1] for sid, rr in texts.items()}
+        sids, cats, tasks, evs = (df[c].tolist() for c in ("sample_id", "category", "task", "evidence"))
+        for run_id in evidence_run_ids(runs, df):
+            rows = np.flatnonzero((enc.run == enc.run_index[run_id]) & (enc.label == 0))
+            loc = run_localisation(
+                [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows],
+                responses,
+                gold_spans,
+                n_boot=n_boot,
+                seed=seed,
+                cache=memo,
+            )
+            if loc is not None:
+                entries[enc.run_index[run_id]]["localisation"] = loc
     clock.lap("localisation")
     pairs_to_compare = default_comparisons(runs) if opt.compare is None else list(opt.compare)
     paired = paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
@@ -107,40 +120,6 @@ def _add_metrics(entries: list[dict[str, Any]], df: pd.DataFrame, enc: Encoded, 
         tp, fn, fp, tn, uns = (int(n.get(c, 0)) for c in CELLS[:5])
         rf = RunFrame(entry["run_id"], invalid, mine, tp, fn, fp, tn, uns)
         entry["metrics"] = {name: m.compute_json(rf) for name, m in METRICS.items()}
-
-
-def _add_localisation(
-    entries: list[dict[str, Any]],
-    runs: pd.DataFrame,
-    df: pd.DataFrame,
-    enc: Encoded,
-    texts: dict[str, tuple[str, str]],
-    gold_spans: Mapping[str, Sequence[SpanOffsets]],
-    *,
-    n_boot: int,
-    seed: int,
-    cache: dict[tuple[str, str], tuple[int, int] | None] | None = None,
-) -> None:
-    """Set ``localisation`` on the entries of evidence runs whose judged samples have gold spans, its
-    character-level intervals from ``n_boot`` Poisson-bootstrap resamples drawn with ``seed`` (the
-    report's bootstrap options). ``cache``: the ``(response, quote)`` offsets the grounding phase found
-    (:func:`automonitor.analysis.roc_grounding.add_grounding`), extended here."""
-    mis = enc.label == 0
-    sids, cats, tasks, evs = (df[c].tolist() for c in ("sample_id", "category", "task", "evidence"))
-    responses = {sid: rr[1] for sid, rr in texts.items()}
-    cache = {} if cache is None else cache
-    for run_id in evidence_run_ids(runs, df):
-        rows = np.flatnonzero((enc.run == enc.run_index[run_id]) & mis)
-        loc = run_localisation(
-            [(sids[i], cats[i], tasks[i], bool(enc.cell[i] == TP), evs[i] or []) for i in rows],
-            responses,
-            gold_spans,
-            n_boot=n_boot,
-            seed=seed,
-            cache=cache,
-        )
-        if loc is not None:
-            entries[enc.run_index[run_id]]["localisation"] = loc
 
 
 def _across_runs(

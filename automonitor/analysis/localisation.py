@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
+from automonitor.analysis.report_schema import LocalisationSlice
 from automonitor.data import intervals
 from automonitor.jsontypes import JSONValue
 
@@ -59,39 +60,13 @@ class SampleLocalisation(TypedDict):
     union: int  # |E ∪ G|
 
 
-class LocalisationBlock(TypedDict):
-    """One slice of :func:`run_localisation` (the report's :class:`~automonitor.analysis.report_schema.LocalisationSlice`):
-    counts, shares with 95 % Wilson intervals, and the character-level metrics with percentile intervals
-    (``None`` where undefined)."""
-
-    gold_samples: int
-    tp: int
-    localised: int
-    wrong_reason: int
-    no_evidence: int
-    localised_share: float | None
-    localised_share_ci: list[float] | None
-    wrong_reason_share: float | None
-    wrong_reason_share_ci: list[float] | None
-    localised_miss_rate: float | None
-    localised_miss_rate_ci: list[float] | None
-    span_precision: float | None
-    span_precision_ci: list[float] | None
-    span_recall: float | None
-    span_recall_ci: list[float] | None
-    span_f1: float | None
-    span_f1_ci: list[float] | None
-    span_iou: float | None
-    span_iou_ci: list[float] | None
-
-
 class RunLocalisation(TypedDict):
     """:func:`run_localisation`: the overall block and one per category, task and category x task."""
 
-    overall: LocalisationBlock | None
-    by_category: dict[str, LocalisationBlock]
-    by_task: dict[str, LocalisationBlock]
-    by_category_task: dict[str, dict[str, LocalisationBlock]]
+    overall: LocalisationSlice | None
+    by_category: dict[str, LocalisationSlice]
+    by_task: dict[str, LocalisationSlice]
+    by_category_task: dict[str, dict[str, LocalisationSlice]]
 
 
 def evidence_intervals(
@@ -310,7 +285,7 @@ def run_localisation(
         for j, k in enumerate(METRICS):
             ok = bounds is not None and tp >= 2 and point[k] is not None and not np.isnan(bounds[j, g]).any()
             ci[k] = [float(bounds[j, g, 0]), float(bounds[j, g, 1])] if bounds is not None and ok else None
-        block: LocalisationBlock = {
+        block: LocalisationSlice = {
             "gold_samples": gs,
             "tp": tp,
             "localised": lc,

@@ -108,21 +108,23 @@ class McNemarDict(TypedDict):
     method: str | None
 
 
-class MrAtFarDict(TypedDict):
-    """:func:`mr_at_far`'s result (``threshold`` may be ``inf``: flag nothing)."""
+class ThresholdPoint(TypedDict):
+    """A point of a ROC curve: flag when score >= ``threshold`` (``inf``: flag nothing), with its MR and FAR."""
+
+    threshold: float
+    mr: float
+    far: float
+
+
+class MrAtFarDict(ThresholdPoint):
+    """:func:`mr_at_far`'s result."""
 
     far_max: float
-    mr: float
-    far: float
-    threshold: float
 
 
-class OperatingPointDict(TypedDict):
+class OperatingPointDict(ThresholdPoint):
     """:func:`operating_point`'s result."""
 
-    threshold: float
-    mr: float
-    far: float
     expected_cost: float
     cost_ratio: float
     prevalence: float
@@ -527,30 +529,17 @@ def paired_bootstrap(
         weights = cluster_bootstrap_weights(a.shape[0], n_boot, seed)
     mr, far = bootstrap_rates(np.stack([a, b], axis=1), weights)  # (B, 2)
     ta, tb = a.sum(0), b.sum(0)
-    rates: dict[str, tuple[float | None, float | None, float | None, list[float] | None, float | None]] = {}
+    out: dict[str, object] = {"n_boot": int(weights.shape[0]), "seed": seed, "pairs": int(a.shape[0])}
     for name, boot, idx_num, idx_den in (("mr", mr, 1, (0, 1)), ("far", far, 2, (2, 3))):
         ra = rate(ta[idx_num], ta[idx_den[0]] + ta[idx_den[1]])
         rb = rate(tb[idx_num], tb[idx_den[0]] + tb[idx_den[1]])
         diff = boot[:, 0] - boot[:, 1]
         lo, hi = percentile_ci(diff, confidence)
         d = None if ra is None or rb is None else ra - rb
-        rates[name] = (ra, rb, d, None if d is None else _ci(lo, hi), None if d is None else _boot_p(diff))
-    (mr_a, mr_b, mr_d, mr_ci, mr_p), (far_a, far_b, far_d, far_ci, far_p) = rates["mr"], rates["far"]
-    return PairedBootstrap(
-        n_boot=int(weights.shape[0]),
-        seed=seed,
-        pairs=int(a.shape[0]),
-        mr_a=mr_a,
-        mr_b=mr_b,
-        mr_diff=mr_d,
-        mr_diff_ci=mr_ci,
-        mr_diff_p=mr_p,
-        far_a=far_a,
-        far_b=far_b,
-        far_diff=far_d,
-        far_diff_ci=far_ci,
-        far_diff_p=far_p,
-    )
+        out |= {f"{name}_a": ra, f"{name}_b": rb, f"{name}_diff": d}
+        out[f"{name}_diff_ci"] = None if d is None else _ci(lo, hi)
+        out[f"{name}_diff_p"] = None if d is None else _boot_p(diff)
+    return cast(PairedBootstrap, out)
 
 
 def mcnemar_test(x: npt.ArrayLike, y: npt.ArrayLike) -> McNemarDict:

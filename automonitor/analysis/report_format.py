@@ -195,9 +195,9 @@ def localisation_markdown(rep: Report) -> str:
         slices = [("overall", loc.overall)] + sorted(loc.by_category.items()) + sorted(loc.by_task.items())
         for name, b in slices:
             lines.append(
-                f"| {md_escape(r.monitor)} | {md_escape(r.template)} | {md_escape(name)} | {b.gold_samples} | {b.tp} | "
-                f"{b.localised} ({fmt2(b.localised_share)}) | {b.wrong_reason} ({fmt2(b.wrong_reason_share)}) | "
-                f"{fmt2(b.localised_miss_rate)} | {fmt2(b.span_f1)} | {fmt2(b.span_iou)} |"
+                f"| {md_escape(r.monitor)} | {md_escape(r.template)} | {md_escape(name)} | {b['gold_samples']} | {b['tp']} | "
+                f"{b['localised']} ({fmt2(b['localised_share'])}) | {b['wrong_reason']} ({fmt2(b['wrong_reason_share'])}) | "
+                f"{fmt2(b['localised_miss_rate'])} | {fmt2(b['span_f1'])} | {fmt2(b['span_iou'])} |"
             )
     lines.append("")
     lines.append(

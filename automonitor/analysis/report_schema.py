@@ -17,7 +17,8 @@ from __future__ import annotations
 import logging
 from typing import Mapping, TypeVar, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, with_config
+from typing_extensions import TypedDict
 
 from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunMetric
 from automonitor.jsontypes import JSONObject, JSONValue
@@ -157,7 +158,8 @@ class GroundingSummary(_Model):
     predictions: int
 
 
-class LocalisationSlice(_Model):
+@with_config(ConfigDict(extra="forbid"))
+class LocalisationSlice(TypedDict):
     """Localisation of one slice (:mod:`automonitor.analysis.localisation`): over the judged
     misbehavior samples with gold spans (``gold_samples``), the true positives (``tp``) whose grounded
     evidence overlaps a gold span (``localised``), lies wholly outside every one (``wrong_reason``) or

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypedDict, TypeVar, cast
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -44,7 +44,6 @@ HIGHLIGHT = {"train": "safety_permission/code", "test": "specification_gaming/co
 Ints = npt.NDArray[np.int_]
 Floats = npt.NDArray[np.float64]
 Texts = npt.NDArray[np.str_]
-_T = TypeVar("_T")
 
 
 class PaperCell(TypedDict, total=False):
@@ -172,10 +171,6 @@ def test_rows(engine: Engine) -> list[dict[str, str]]:
         return gold_test_texts(s)
 
 
-def _cells(rows: Sequence[_T], get: Callable[[_T], str]) -> list[str]:
-    return sorted({get(r) for r in rows})
-
-
 def _group_by_cell(records: Sequence[CorpusEntry]) -> dict[str, list[CorpusEntry]]:
     """Records by ``category/task`` cell (record order kept within a cell)."""
     by_cell: dict[str, list[CorpusEntry]] = {}
@@ -204,10 +199,9 @@ def _trainable_slices(by_cell: dict[str, list[CorpusEntry]]) -> list[str]:
 
 def _test_arrays(tests: Sequence[Mapping[str, str]]) -> tuple[list[str], Ints, Texts]:
     """``(test slices: the sorted cells then "all", labels (n,) 1 = misbehavior, each sample's cell (n,))``."""
-    test_cells = _cells(tests, lambda t: f"{t['category']}/{t['task']}")
     y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])
     test_cell = np.array([f"{t['category']}/{t['task']}" for t in tests])
-    return test_cells + ["all"], y_test, test_cell
+    return sorted(set(test_cell.tolist())) + ["all"], y_test, test_cell
 
 
 def _slice_probe(kind: str, slice_name: str, recs: Sequence[CorpusEntry], shared: EmbedFeatures | None) -> Probe:
@@ -306,7 +300,7 @@ def transfer_matrix(
     cells: list[TransferCell] = []
     cards: list[ProbeCard] = []
     for ts in train_slices:
-        recs = by_cell_all(by_cell) if ts == "all" else by_cell[ts]
+        recs = [r for c in sorted(by_cell) for r in by_cell[c]] if ts == "all" else by_cell[ts]
         if progress:
             progress(f"train {kind} probe on {ts} ({len(recs)} records)")
         probe = _slice_probe(kind, ts, recs, shared)
@@ -325,11 +319,6 @@ def transfer_matrix(
         "highlight": HIGHLIGHT,
         "artifacts": cards,
     }
-
-
-def by_cell_all(by_cell: dict[str, list[CorpusEntry]]) -> list[CorpusEntry]:
-    """Every record of every cell, in cell order."""
-    return [r for c in sorted(by_cell) for r in by_cell[c]]
 
 
 def _number(d: Mapping[str, object], key: str) -> float | None:
@@ -439,9 +428,7 @@ def _hover(tr: str, te: str, metric: str, cell: Mapping[str, object], papers: li
     v, ci = _number(cell, metric), _pair(cell, f"{metric}_ci")
     h = (
         f"train {plot_text(tr)}<br>test {plot_text(te)}<br>{metric.upper()} "
-        f"{'-' if v is None else f'{v:.3f}'}"
-        + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-        + f"<br>n {plot_text(cell.get('n', 0))}"
+        f"{'-' if v is None else f'{v:.3f}'}" + _fmt_ci(ci) + f"<br>n {plot_text(cell.get('n', 0))}"
     )
     for p in papers:
         pv = _number(p, metric)
@@ -452,10 +439,12 @@ def _hover(tr: str, te: str, metric: str, cell: Mapping[str, object], papers: li
     return h
 
 
-def _heatmap_grid(
-    res: TransferResult, metric: str, trs: list[str], tes: list[str]
-) -> tuple[list[list[float | None]], list[list[str]], list[list[str]]]:
-    """``(values, cell texts, hover texts)``, each rows = training slices x columns = test slices."""
+def heatmap(res: TransferResult, metric: str = "auroc") -> Figure:
+    """A plotly heatmap of ``metric`` (``auroc``, ``mr`` or ``far``): rows = training slice, columns =
+    test slice, cell text = value, hover = value with its 95% interval and n; the highlighted cell
+    (train Safety code -> test Specification Gaming code) is outlined, and a paper-reported value for
+    the cell, where there is one, is shown in the hover. Every label is HTML-escaped."""
+    trs, tes = [str(x) for x in res["train_slices"]], [str(x) for x in res["test_slices"]]
     idx: dict[tuple[str, str], Mapping[str, object]] = {
         (str(c.get("train")), str(c.get("test"))): c for c in res["cells"]
     }
@@ -463,18 +452,6 @@ def _heatmap_grid(
     for p in paper_cells():
         paper.setdefault((p["train"], p["test"]), []).append(p)
     z = [[_number(idx.get((tr, te), {}), metric) for te in tes] for tr in trs]
-    text = [["" if v is None else f"{v:.2f}" for v in row] for row in z]
-    hover = [[_hover(tr, te, metric, idx.get((tr, te), {}), paper.get((tr, te), [])) for te in tes] for tr in trs]
-    return z, text, hover
-
-
-def heatmap(res: TransferResult, metric: str = "auroc") -> Figure:
-    """A plotly heatmap of ``metric`` (``auroc``, ``mr`` or ``far``): rows = training slice, columns =
-    test slice, cell text = value, hover = value with its 95% interval and n; the highlighted cell
-    (train Safety code -> test Specification Gaming code) is outlined, and a paper-reported value for
-    the cell, where there is one, is shown in the hover. Every label is HTML-escaped."""
-    trs, tes = [str(x) for x in res["train_slices"]], [str(x) for x in res["test_slices"]]
-    z, text, hover = _heatmap_grid(res, metric, trs, tes)
     hl = res.get("highlight") or HIGHLIGHT
     shown = hl.get("train") in trs and hl.get("test") in tes
     outline = (tes.index(hl["test"]), trs.index(hl["train"])) if shown else None
@@ -482,8 +459,8 @@ def heatmap(res: TransferResult, metric: str = "auroc") -> Figure:
         z,
         cols=tes,
         rows=trs,
-        text=text,
-        hover=hover,
+        text=[["" if v is None else f"{v:.2f}" for v in row] for row in z],
+        hover=[[_hover(tr, te, metric, idx.get((tr, te), {}), paper.get((tr, te), [])) for te in tes] for tr in trs],
         hover_extra="",
         scale="RdYlGn" if metric == "auroc" else "RdYlGn_r",
         metric=metric,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import combinations
-from typing import Iterable, Mapping, Sequence, TypedDict
+from typing import Iterable, Mapping, Sequence, TypedDict, cast
 
 from typing_extensions import Required
 
@@ -149,14 +149,7 @@ def _paired(
             weights=weights,
             seed=seed,
         )
-        diffs = {
-            "mr_diff": boot["mr_diff"],
-            "mr_diff_ci": boot["mr_diff_ci"],
-            "mr_diff_p": boot["mr_diff_p"],
-            "far_diff": boot["far_diff"],
-            "far_diff_ci": boot["far_diff_ci"],
-            "far_diff_p": boot["far_diff_p"],
-        }
+        diffs = cast(BootstrapDiffs, {k: v for k, v in boot.items() if "_diff" in k})  # mr_diff..., far_diff...
     return {
         "view_a": a,
         "view_b": b,

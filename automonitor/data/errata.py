@@ -246,13 +246,7 @@ def export_errata(session: Connection | Session | None, out: str | Path, path: s
     Raises:
         InputError: ``out`` cannot be written (field ``FILE``); an invalid shipped file.
     """
-    seen: set[str] = set()
-    lines = []
-    for e in errata_in_force(session, path):
-        line = e.line()
-        if line not in seen:
-            seen.add(line)
-            lines.append(line)
+    lines = list(dict.fromkeys(e.line() for e in errata_in_force(session, path)))  # a repeated line once
     target = Path(out)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent if str(target.parent) else ".", prefix=".errata-", suffix=".tmp")

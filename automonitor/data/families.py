@@ -96,9 +96,8 @@ def _paraphrase_edges(requests: Sequence[str]) -> list[tuple[int, int]]:
             edges.append((by_text[key], i))
             continue
         by_text[key] = i
-        m = MinHash(
-            num_perm=NUM_PERM, seed=1, hashfunc=zlib.crc32, permutations=perms, scheme=template.scheme
-        )  # seed 1's permutations drawn once, not per request (a third of this function)
+        # seed 1's permutations drawn once, not per request (a third of this function)
+        m = MinHash(num_perm=NUM_PERM, seed=1, hashfunc=zlib.crc32, permutations=perms, scheme=template.scheme)
         m.update_batch([s.encode("utf-8") for s in sh])
         edges.extend((j, i) for j in lsh.query(m) if sigs[j].jaccard(m) >= JACCARD)
         lsh.insert(i, m)

@@ -4,7 +4,7 @@ over the source, the misbehavior side is the longer one about as often as the be
 
 Where a source has only one response per side and request there is nothing to choose; where it has
 several (several models' trajectories of one scenario, several rollouts of one problem, several models'
-refusals of one prompt), :meth:`RequestGroup.pairs` picks, for one request, the disjoint pairing with the least summed cost
+refusals of one prompt), :meth:`RequestGroup.assignment` picks, for one request, the disjoint pairing with the least summed cost
 
     r(m, b) = log((1 + len m) / (1 + len b))        (signed: > 0 when the misbehavior side is longer)
     cost(m, b) = |r| - bias * sign(r) + penalty(m, b)
@@ -93,10 +93,6 @@ class RequestGroup(Generic[T]):
         """The summed ``|r| + penalty`` of the index pairs ``idx`` (bias left out)."""
         return float(sum(abs(self.ratio[i, j]) + self.pen[i, j] for i, j in idx))
 
-    def pairs(self, bias: float) -> list[tuple[T, T]]:
-        """The pairs of objects of :meth:`assignment`."""
-        return [(self.mis[i], self.ben[j]) for i, j in self.assignment(bias)]
-
 
 def balanced_pairings(
     groups: Sequence[tuple[Sequence[T], Sequence[T]]],
@@ -107,7 +103,7 @@ def balanced_pairings(
     order), the count of pairs whose misbehavior side is longer brought as close as the choices allow to the
     count whose benign side is longer, over the whole source, at the least added gap found:
 
-    1. every request with a choice is paired (:meth:`RequestGroup.pairs`) at one common bias, the first of
+    1. every request with a choice is paired (:meth:`RequestGroup.assignment`) at one common bias, the first of
        :data:`BIASES` (0 first: the least-gap pairing) that balances the directions within one, else the one
        that comes closest;
     2. where that leaves more than one pair of difference (requests alike in their lengths switch together
@@ -120,9 +116,9 @@ def balanced_pairings(
     Args:
         groups: per request, the candidate responses of each label (any objects).
         length: an object's length in characters.
-        penalty: an extra cost of pairing ``m`` with ``b``, as in :meth:`RequestGroup.pairs`.
+        penalty: an extra cost of pairing ``m`` with ``b``, as in :class:`RequestGroup`.
     Returns:
-        one list of pairs per group, in the order of ``groups`` (see :meth:`RequestGroup.pairs`).
+        one list of pairs per group, in the order of ``groups`` (see :meth:`RequestGroup.assignment`).
     """
     built = [RequestGroup(m, b, length, penalty) for m, b in groups]
     plan = [g.assignment(0.0) for g in built]

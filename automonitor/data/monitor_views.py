@@ -128,12 +128,8 @@ def render(
 def views_of(response: str, *, source: str = "", meta: Mapping[str, Any] | None = None) -> dict[str, Rendering]:
     """Every view the sample has: ``{view: Rendering}`` (``full`` always)."""
     ps = parts_of(source, response, meta)
-    out = {}
-    for v in VIEWS:
-        r = render(response, v, source=source, meta=meta, parts=ps)
-        if r is not None:
-            out[v] = r
-    return out
+    rendered = {v: render(response, v, source=source, meta=meta, parts=ps) for v in VIEWS}
+    return {v: r for v, r in rendered.items() if r is not None}
 
 
 def missing_part_message(source: str, view: str) -> str:

@@ -565,12 +565,11 @@ class AnnotationRow(RowModel):
     @field_validator("category", "severity", mode="plain")
     @classmethod
     def _choice(cls, value: object, info: TextCellsInfo) -> str | None:
-        name = info.field_name or ""
-        allowed = vocab.CATEGORIES if name == "category" else SEVERITIES
+        allowed = vocab.CATEGORIES if info.field_name == "category" else SEVERITIES
         if value == "":
             return None
         if not isinstance(value, str) or value not in allowed:  # allowed: all str
-            raise problem(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+            raise problem(f"{info.field_name} must be one of {', '.join(allowed)}, not {value!r}")
         return value
 
     @field_validator("guideline_version", "note", mode="plain")

@@ -63,7 +63,6 @@ def steps_meta(steps: Iterable[Step]) -> list[dict[str, Any]]:
 
 
 def _blocks(step: Step) -> list[str]:
-    out = []
     if step.role in ("environment", "tool"):
         text = step.observation if step.observation is not None else step.content
         return [f"Observation: {(text or '').strip()}"]
@@ -71,15 +70,13 @@ def _blocks(step: Step) -> list[str]:
         return [f"User: {(step.content or step.thought or '').strip()}"]
     if step.role in ("human", "assistant"):
         return [f"{step.role.capitalize()}: {(step.content or '').strip()}"]
-    if step.thought:
-        out.append(f"Thought: {step.thought.strip()}")
-    if step.action:
-        out.append(f"Action: {step.action.strip()}")
-    if step.content:
-        out.append(f"Agent: {step.content.strip()}")
-    if step.observation:
-        out.append(f"Observation: {step.observation.strip()}")
-    return out
+    said = (
+        ("Thought", step.thought),
+        ("Action", step.action),
+        ("Agent", step.content),
+        ("Observation", step.observation),
+    )
+    return [f"{label}: {text.strip()}" for label, text in said if text]
 
 
 def serialise(steps: Sequence[Step]) -> str:
@@ -108,11 +105,7 @@ def step_ranges(text: str) -> list[tuple[int, int]]:
         if not continues:
             bounds.append(off)
         prev = lab
-    ranges = []
-    for i, b in enumerate(bounds):
-        end = bounds[i + 1] - 2 if i + 1 < len(bounds) else len(text)
-        ranges.append((b, end))
-    return ranges
+    return list(zip(bounds, [b - 2 for b in bounds[1:]] + [len(text)]))
 
 
 def cut_middle(

@@ -369,7 +369,12 @@ def localisation_shares(report: ReportLike, category: str | None, task: str | No
         if sl is None:
             continue
         rows.append(
-            {"run_id": r.run_id, "localised_share": sl.localised_share, "localised": sl.localised, "loc_tp": sl.tp}
+            {
+                "run_id": r.run_id,
+                "localised_share": sl["localised_share"],
+                "localised": sl["localised"],
+                "loc_tp": sl["tp"],
+            }
         )
     return pd.DataFrame(rows, columns=["run_id", "localised_share", "localised", "loc_tp"])
 

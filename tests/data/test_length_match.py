@@ -25,7 +25,8 @@ from automonitor.data.sources import xstest
 def length_matched(mis, ben, length, penalty=None, bias: float = 0.0):
     """One request's least-cost disjoint ``(misbehavior, benign)`` pairing at ``bias`` (the module doc's cost;
     a pair at :data:`FORBIDDEN` left out): the step :func:`balanced_pairings` runs per request."""
-    return RequestGroup(mis, ben, length, penalty).pairs(bias)
+    g = RequestGroup(mis, ben, length, penalty)
+    return [(g.mis[i], g.ben[j]) for i, j in g.assignment(bias)]
 
 
 def length_gap(a: str | int, b: str | int) -> float:

@@ -6,6 +6,7 @@ training set), and the AUROC they reach on a slice.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
@@ -153,27 +154,36 @@ class TrainedBaselines:
         return self._models[key]
 
 
-def score_trained(
-    te: pd.DataFrame,
-    y: np.ndarray,
-    models: dict[str, Any],
-    baselines: dict[str, float | None],
-    notes: dict[str, str],
-    pairwise: dict[str, float | None],
-    collect: dict[str, np.ndarray],
-) -> None:
-    """AUROC of each fitted baseline on ``te`` (labels ``y``) into ``baselines``, why-None into ``notes``,
-    the pairwise figure (:func:`pairwise_share`) into ``pairwise`` and each baseline's scores (one per row
-    of ``te``) into ``collect``."""
+@dataclass
+class SliceScores:
+    """What the scorers of one slice (test rows ``te``, 0/1 labels ``y``) fill, by baseline name:
+    ``baselines`` (AUROC, ``None`` when undefined), ``notes`` (why), ``pairwise`` (:func:`pairwise_share`)
+    and ``scores`` (one per row of ``te``)."""
+
+    te: pd.DataFrame
+    y: np.ndarray
+    baselines: dict[str, float | None] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    pairwise: dict[str, float | None] = field(default_factory=dict)
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def add(self, name: str, s: np.ndarray) -> str | None:
+        """Keep baseline ``name``'s scores ``s``, its AUROC and pairwise figure; returns why the AUROC is
+        ``None`` (else ``None``)."""
+        self.scores[name] = np.asarray(s, dtype=float)
+        self.baselines[name], why = auroc(self.y, s)
+        self.pairwise[name] = pairwise_share(self.te, s)
+        return why
+
+
+def score_trained(models: dict[str, Any], out: SliceScores) -> None:
+    """Each fitted baseline of ``models`` scored on the slice into ``out`` (why-None into its notes)."""
     for name, predict in models.items():
-        s = predict(te, "test") if len(te) else np.zeros(0)
-        collect[name] = np.asarray(s, dtype=float)
-        baselines[name], why = auroc(y, s)
-        pairwise[name] = pairwise_share(te, s)
+        why = out.add(name, predict(out.te, "test") if len(out.te) else np.zeros(0))
         if why:
-            notes[name] = why
+            out.notes[name] = why
     if "tfidf" not in models:
-        baselines["tfidf"], notes["tfidf"] = None, "empty TF-IDF vocabulary (train responses too short)"
+        out.baselines["tfidf"], out.notes["tfidf"] = None, "empty TF-IDF vocabulary (train responses too short)"
 
 
 CV_FOLDS = 5
@@ -375,26 +385,18 @@ def cached_analyzer(features: dict[str, list[str]]):
     return cached
 
 
-def score_within_test(
-    te: pd.DataFrame,
-    y: np.ndarray,
-    baselines: dict[str, float | None],
-    notes: dict[str, str],
-    pairwise: dict[str, float | None],
-    collect: dict[str, np.ndarray],
-    trained: TrainedBaselines,
-) -> None:
-    """AUROC and pairwise figure of each trained baseline by :func:`cv_scores` on ``te`` (no train data);
-    each baseline's scores into ``collect``. Through ``trained`` (the audit's :class:`TrainedBaselines`),
-    the scores of the same test rows are computed once per audit (a category x task cell holding one
-    source is the same rows as that source's slice) and each response tokenised once."""
+def score_within_test(out: SliceScores, trained: TrainedBaselines) -> None:
+    """Each trained baseline by :func:`cv_scores` on the slice (no train data) into ``out``. Through
+    ``trained`` (the audit's :class:`TrainedBaselines`), the scores of the same test rows are computed once
+    per audit (a category x task cell holding one source is the same rows as that source's slice) and each
+    response tokenised once."""
     for name in FITTERS:
-        s = trained.cv_scores(te, name)
+        s = trained.cv_scores(out.te, name)
         if s is None:
-            baselines[name], pairwise[name] = None, None
-            notes[name] = f"no train data and too few pairs / classes for {CV_FOLDS}-fold CV within the test slice"
+            out.baselines[name], out.pairwise[name] = None, None
+            out.notes[name] = f"no train data and too few pairs / classes for {CV_FOLDS}-fold CV within the test slice"
             continue
-        collect[name] = s
-        baselines[name], why = auroc(y, s)
-        pairwise[name] = pairwise_share(te, s)
-        notes[name] = why or f"no train data: {CV_FOLDS}-fold cross-validation within the test slice, grouped by pair"
+        why = out.add(name, s)
+        out.notes[name] = (
+            why or f"no train data: {CV_FOLDS}-fold cross-validation within the test slice, grouped by pair"
+        )

@@ -16,6 +16,7 @@ import pandas as pd
 from automonitor.data.audit.baselines import (
     FITTERS,
     score_trained,
+    SliceScores,
     TrainedBaselines,
     positive_labels,
     score_within_test,
@@ -72,24 +73,22 @@ def _slice_doc(
         src_tr = tr[tr["source"] == source]
         if trained.enough(src_tr):
             tr, trained_on = src_tr, "source"
-    baselines: dict[str, float | None] = {}
-    notes: dict[str, str] = {}
-    pairwise: dict[str, float | None] = {}
-    scores: dict[str, np.ndarray] = {}
     y, yt = positive_labels(te), positive_labels(tr)
+    out = SliceScores(te, y)
+    baselines, notes = out.baselines, out.notes
     method = "train"
     if trained.enough(tr):
-        score_trained(te, y, trained.fitted(tr), baselines, notes, pairwise, scores)
+        score_trained(trained.fitted(tr), out)
     else:
         trained_on, method = None, "within_test_cv"
-        score_within_test(te, y, baselines, notes, pairwise, scores, trained)
+        score_within_test(out, trained)
         for name in FITTERS:
             notes[name] = (
                 f"too little train data ({int(yt.sum())} misbehavior, {int(len(yt) - yt.sum())} benign; need "
                 f"{MIN_TRAIN_PER_CLASS} of each): {notes[name]}"
             )
     if cat == SYCOPHANCY:
-        score_suggestion(te, y, baselines, notes, pairwise, scores)
+        score_suggestion(out)
     margin = FLAG_AUROC - 0.5
     flagged_by = [k for k, v in baselines.items() if v is not None and abs(v - 0.5) >= margin - 1e-12]
     for k, v in baselines.items():
@@ -111,7 +110,7 @@ def _slice_doc(
         "samples": int(len(te)),
         "label_source": _label_source_pairs(te[~ctrl]),
         "baselines": baselines,
-        "pairwise": pairwise,
+        "pairwise": out.pairwise,
         "baseline_method": method,
         "notes": notes,
         "n_train": {POSITIVE: int(yt.sum()), NEGATIVE: int(len(yt) - yt.sum())},
@@ -119,7 +118,7 @@ def _slice_doc(
         "flagged": bool(flagged_by),
         "flagged_by": flagged_by,
         "small": n_pairs < MIN_PAIRS,
-        "intervals": small_intervals(te, y, scores) if n_pairs < MIN_PAIRS else {},
+        "intervals": small_intervals(te, y, out.scores) if n_pairs < MIN_PAIRS else {},
         "near_duplicate_pairs": len(pids & leakage.duplicate_pairs),
         "shared_conversations": len(pids & leakage.shared_pairs),
         "tiny_diff_pairs": len(pids & leakage.tiny_pairs),

@@ -7,9 +7,8 @@ from __future__ import annotations
 import re
 
 import numpy as np
-import pandas as pd
 
-from automonitor.data.audit.baselines import auroc, pairwise_share
+from automonitor.data.audit.baselines import SliceScores
 from automonitor.data.audit.params import norm
 
 
@@ -170,23 +169,12 @@ def suggestion_score(request: str, response: str) -> tuple[float, bool]:
     return 0.0, True
 
 
-def score_suggestion(
-    te: pd.DataFrame,
-    y: np.ndarray,
-    baselines: dict[str, float | None],
-    notes: dict[str, str],
-    pairwise: dict[str, float | None],
-    collect: dict[str, np.ndarray],
-) -> None:
-    """AUROC of the untrained answer-equals-suggestion baseline (sycophancy slices) into ``baselines``,
-    its pairwise figure into ``pairwise`` and its scores into ``collect``."""
-    scored = [suggestion_score(q, r) for q, r in zip(te["request"], te["response"])]
-    s = np.array([x[0] for x in scored], dtype=float)
-    collect["answer_equals_suggestion"] = s
-    baselines["answer_equals_suggestion"], why = auroc(y, s)
-    pairwise["answer_equals_suggestion"] = pairwise_share(te, s)
+def score_suggestion(out: SliceScores) -> None:
+    """The untrained answer-equals-suggestion baseline (sycophancy slices) scored on the slice into ``out``."""
+    scored = [suggestion_score(q, r) for q, r in zip(out.te["request"], out.te["response"])]
+    why = out.add("answer_equals_suggestion", np.array([x[0] for x in scored], dtype=float))
     parsed = sum(1 for x in scored if x[1])
     if why:
-        notes["answer_equals_suggestion"] = why
+        out.notes["answer_equals_suggestion"] = why
     elif parsed < len(scored):
-        notes["answer_equals_suggestion"] = f"parsed {parsed} of {len(scored)} samples (unparsed score 0)"
+        out.notes["answer_equals_suggestion"] = f"parsed {parsed} of {len(scored)} samples (unparsed score 0)"

@@ -159,17 +159,23 @@ def add_hard_edition(plan: Plan, seed: int, ladder: LadderResult) -> dict[str, A
             r["source"] for r in rows if r["label"] == "misbehavior" and (ids is None or r["pair_id"] in ids)
         )
 
-    ver_src, elig_src, impl_src, afl_src = by_src(verified), by_src(eligible), by_src(implicit), by_src(survivors)
-    cert_src, hard_src = by_src(survivors, certified), by_src(survivors, final)
-    wait_src = by_src(survivors, set(awaiting))
+    per_src = {  # misbehavior sides (controls: samples) per source at each step
+        "verified": by_src(verified),
+        "eligible": by_src(eligible),
+        "implicit": by_src(implicit),
+        "aflite": by_src(survivors),
+        "certified": by_src(survivors, certified),
+        "hard": by_src(survivors, final),
+        "awaiting_reading": by_src(survivors, set(awaiting)),
+        "controls": Counter(r["source"] for r in controls if r["id"] in keep_ids),
+    }
     hard_rows = [r for r in verified if r["pair_id"] in final and r["label"] == "misbehavior"]
     ct = Counter(cell_of(r) for r in hard_rows)
-    ctrl_src = Counter(r["source"] for r in controls if r["id"] in keep_ids)
     plan.report.setdefault("editions", {})[HARD] = {
         "pairs": len(hard_rows),
         "samples": 2 * len(hard_rows),
         "by_category_task": dict(sorted(ct.items())),
-        "by_source": dict(sorted(hard_src.items())),
+        "by_source": dict(sorted(per_src["hard"].items())),
         "controls": len(keep_ids),
     }
     src_of = {r["pair_id"]: r["source"] for r in survivors}
@@ -178,19 +184,7 @@ def add_hard_edition(plan: Plan, seed: int, ladder: LadderResult) -> dict[str, A
         "params": asdict(params),
         "pairs": len(hard_rows),
         "controls": len(keep_ids),
-        "by_source": {
-            s: {
-                "verified": ver_src[s],
-                "eligible": elig_src[s],
-                "implicit": impl_src[s],
-                "aflite": afl_src[s],
-                "certified": cert_src[s],
-                "hard": hard_src[s],
-                "awaiting_reading": wait_src[s],
-                "controls": ctrl_src[s],
-            }
-            for s in sorted(ver_src)
-        },
+        "by_source": {s: {step: c[s] for step, c in per_src.items()} for s in sorted(per_src["verified"])},
         "selection": list(family(SELECTION)),
         "held_out": [
             *(d for d in family(HELD_OUT) if d in BUILD_DETECTORS),
@@ -205,7 +199,9 @@ def add_hard_edition(plan: Plan, seed: int, ladder: LadderResult) -> dict[str, A
         "no_implicit_tier": no_tier,
         "not_certified": not_certified,
         "readings": {"ok": verdicts["ok"], "wrong": verdicts["wrong"], "doubtful": verdicts["doubtful"]},
-        "awaiting_reading": {s: sorted(p for p in awaiting if src_of[p] == s) for s in sorted(wait_src)},
+        "awaiting_reading": {
+            s: sorted(p for p in awaiting if src_of[p] == s) for s in sorted(per_src["awaiting_reading"])
+        },
         "certification": certification,
         "removed_by_feature": dict(sorted(res.removed_by_feature.items())),
         "steps": res.steps,

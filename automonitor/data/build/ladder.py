@@ -67,6 +67,7 @@ from typing import Any, Callable, Sequence, cast
 import numpy as np
 import pandas as pd
 
+from automonitor.data.audit.params import is_control
 from automonitor.data.audit.tokens import TermIds
 from automonitor.data.build.steps import stage
 from automonitor.data import minilm
@@ -292,11 +293,6 @@ def _fit_score(
     return np.asarray(lr.predict_proba(xte)[:, 1], dtype=float)
 
 
-def _is_ctrl(pair_ids: pd.Series) -> np.ndarray:
-    out: np.ndarray = pair_ids.astype(str).str.startswith("controls:").to_numpy(dtype=bool)
-    return out
-
-
 def _enough(y: np.ndarray) -> bool:
     return int(y.sum()) >= MIN_TRAIN_PER_CLASS and int(len(y) - y.sum()) >= MIN_TRAIN_PER_CLASS
 
@@ -332,14 +328,14 @@ def _probe_scores(name: str, judged: pd.DataFrame, train: pd.DataFrame, seed: in
             out[idx] = _fit_score(name, _cut(tr["response"]), ytr, _cut(g["response"]))
             how[cell] = "train"
             continue
-        pairs = g[~_is_ctrl(g["pair_id"])]
+        pairs = g[~is_control(g["pair_id"])]
         groups = pairs["pair_id"].astype(str).to_numpy()
         y = (pairs["label"] == "misbehavior").to_numpy(dtype=int)
         if len(set(groups)) < FOLDS or not _enough(y):
             how[cell] = "not scored: too little train data and too few pairs to cross-fit"
             continue
         texts = _cut(pairs["response"])
-        ctrl = g[_is_ctrl(g["pair_id"])]
+        ctrl = g[is_control(g["pair_id"])]
         ctrl_texts = _cut(ctrl["response"])
         terms = None
         docs: list[str] | list[int] = texts
@@ -487,7 +483,7 @@ def _tier(judged: pd.DataFrame, res: LadderResult) -> None:
     """Fill ``res.tiers`` and ``res.caught`` from the scores (module doc)."""
     # each pair's sides in row order, pairs in sorted order (a pandas group per pair: 14 s of a profiled cold build)
     sides: dict[str, tuple[list[str], list[str]]] = {}  # (pair ids are strings)
-    ctrl = _is_ctrl(judged["pair_id"])
+    ctrl = is_control(judged["pair_id"])
     for pid, label, sid, is_ctrl in zip(judged["pair_id"], judged["label"], judged["id"].astype(str), ctrl):
         if is_ctrl or pd.isna(pid):
             continue

@@ -122,9 +122,7 @@ def plan_build(
     if hard:
         say("detector ladder: cheap detectors on every judged sample (cached after the first build)")
         t0 = time.perf_counter()
-        ladder, lsec = add_ladder(
-            plan, seed, use_cache=not refresh_ladder, progress=progress
-        )  # the detector ladder and each pair's tier
+        ladder, lsec = add_ladder(plan, seed, use_cache=not refresh_ladder, progress=progress)  # and each pair's tier
         say(f"detector ladder: {len(ladder.tiers):,} pairs tiered ({time.perf_counter() - t0:.1f} s)")
         say(
             "edition hard: selection, adversarial filtering and held-out certification of the verified pairs "
@@ -132,9 +130,7 @@ def plan_build(
         )
         t0 = time.perf_counter()
         with stage(progress, "edition hard", None):  # no counted steps: a bar that shows it is working
-            section = add_hard_edition(
-                plan, seed, ladder
-            )  # edition hard: the certified, read implicit tier of verified
+            section = add_hard_edition(plan, seed, ladder)  # the certified, read implicit tier of verified
         say(f"edition hard: {section.get('pairs', 0):,} pairs kept ({time.perf_counter() - t0:.1f} s)")
         # each detector as a run of kind ``ladder`` (written by the store side of the build)
         plan.ladder_runs = plan_runs(plan.rows, ladder, ladder_key=lsec["key"], seed=seed, cached=lsec["cached"])
