@@ -23,10 +23,10 @@ log = logging.getLogger(__name__)
 __all__ = [
     "check_lease",
     "lock_run",
-    "mark_running",
     "new_lease",
     "release",
     "released_on_failure",
+    "take_lease",
 ]
 
 
@@ -43,12 +43,18 @@ def check_lease(run_id: str, params: Mapping[str, JSONValue], *, field: str) -> 
         )
 
 
-def mark_running(run: Run) -> None:
-    """Set ``run`` running (``started_at`` kept from an earlier session, ``finished_at`` cleared)."""
-    run.status = "running"
-    run.started_at = run.started_at or utcnow()
-    run.finished_at = None
-    log.info("run %s: running in pid %d (monitor %s, template %s)", run.id, os.getpid(), run.monitor, run.template)
+def take_lease(session: Session, run: Run, params: dict[str, object], *, running: bool = True) -> None:
+    """Store a new lease of this process in ``params`` (a copy of ``run.params``, which it replaces) and,
+    when ``running``, set ``run`` running (``started_at`` kept from an earlier session, ``finished_at``
+    cleared); ``session`` adds the run."""
+    params["lease"] = new_lease()
+    run.params = params
+    if running:
+        run.status = "running"
+        run.started_at = run.started_at or utcnow()
+        run.finished_at = None
+        log.info("run %s: running in pid %d (monitor %s, template %s)", run.id, os.getpid(), run.monitor, run.template)
+    session.add(run)
 
 
 def lock_run(session: Session, run_id: str) -> Run | None:

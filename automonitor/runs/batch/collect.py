@@ -3,6 +3,7 @@ ended part's results into prediction outcomes and judge-cache entries."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import Any, Callable
 
@@ -35,10 +36,8 @@ class Progress:
             return
         with session_scope(self.engine) as s:
             c = q.outcome_counts(s, self.run_id)
-        try:
+        with contextlib.suppress(Exception):
             self.progress(self.total - c["pending"] + extra, self.total)
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def poll_and_collect(job: BatchJob, tick: Progress, should_cancel: Callable[[], bool] | None) -> bool:
@@ -74,11 +73,9 @@ def _cancel_requested(engine: Engine, run_id: str, should_cancel: Callable[[], b
     """Whether ``should_cancel()`` says stop (a broken callback is ignored) or the run was cancelled in
     the store."""
     if should_cancel is not None:
-        try:
+        with contextlib.suppress(Exception):
             if should_cancel():
                 return True
-        except Exception:  # noqa: BLE001
-            pass
     with session_scope(engine) as s:
         run = s.get(Run, run_id)
         return run is not None and run.status == "cancelled"

@@ -16,7 +16,7 @@ from automonitor.runs.batch.state import BatchJob
 from automonitor.runs.batch.submit import cache_pass_pending, submit_new_parts, submit_open_parts
 from automonitor.runs.cache import CacheKeys
 from automonitor.runs.fewshot import run_prompt
-from automonitor.runs.lease import check_lease, mark_running, new_lease, released_on_failure
+from automonitor.runs.lease import check_lease, released_on_failure, take_lease
 from automonitor.runs.monitors import create_backend
 from automonitor.runs.params import backend_params
 from automonitor.runs.status import finalize, summary
@@ -100,11 +100,7 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
         check_lease(run_id, params, field="resume")
         tpl, examples = run_prompt(s, run)
         pending = q.pending_predictions(s, run_id)
-        params["lease"] = new_lease()
-        run.params = params
-        if pending:
-            mark_running(run)
-        s.add(run)
+        take_lease(s, run, params, running=bool(pending))
         return _Claim(
             template=tpl,
             examples=examples,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Callable, Iterator, Protocol, TypeVar
 
 from automonitor.errors import InputError
@@ -84,10 +85,8 @@ class SdkBatch:
 
     def close(self) -> None:
         """Close the client (errors on close are ignored: the results are already written)."""
-        try:
+        with contextlib.suppress(Exception):
             self.client.close()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def provider_for(name: str, backend: Backend) -> BatchProvider:

@@ -57,6 +57,7 @@ from automonitor.runs.generation.summary import (
 )
 from automonitor.runs.lease import check_lease, lock_run, new_lease
 from automonitor.runs.runner.execute import run_async
+from automonitor.runs.runner.launch import spawn_detached
 from automonitor.vocab import RunStatus
 from store import session_scope
 from store.models import Run, Sample
@@ -252,15 +253,12 @@ def _tally(
     """Count one processed item in ``stats`` (kept / drop reason, candidates) and set the call totals to
     ``base`` (the totals of a dead process whose run this one took over) plus this process's calls."""
     stats["prompts"] += 1
-    dropped = stats["dropped"]
-    if not dec.kept:
-        reason = str(dec.reason)
-        dropped[reason] = dropped.get(reason, 0) + 1
-    elif added:
+    if dec.kept and added:
         stats["kept"] += 1
         stats["candidates_added"] += 1
     else:
-        dropped["duplicate_candidate"] = dropped.get("duplicate_candidate", 0) + 1
+        reason = "duplicate_candidate" if dec.kept else str(dec.reason)
+        stats["dropped"][reason] = stats["dropped"].get(reason, 0) + 1
     calls, hits, tokens_in, tokens_out, cost = base
     stats["calls"], stats["cache_hits"] = calls + call.calls, hits + call.cache_hits
     stats["tokens_in"], stats["tokens_out"] = tokens_in + call.tokens_in, tokens_out + call.tokens_out
@@ -308,9 +306,7 @@ async def _process_items(
         stats.get("cost_usd", 0),
     )
     lock = beat.lock if beat else threading.Lock()
-    for i, it in enumerate(items):
-        if i < start:
-            continue
+    for i, it in enumerate(items[start:], start):
         if _status(engine, run_id) == "cancelled":
             return True
         if isinstance(it, tasks.SycophancyItem):
@@ -386,23 +382,7 @@ def execute_generation(
 
 
 def launch_generation_detached(db_url: str, run_id: str) -> int:
-    """Start ``automonitor generate resume RUN_ID --json`` in its own session (the app's Runs page);
-    output in ``<tmp>/automonitor-runs/RUN_ID.log``. Returns the child's pid."""
-    import subprocess
-    import sys
-    import tempfile
-    from pathlib import Path
-
-    log_dir = Path(tempfile.gettempdir()) / "automonitor-runs"
-    log_dir.mkdir(parents=True, exist_ok=True)
-    with open(log_dir / f"{run_id}.log", "ab") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "automonitor", "generate", "resume", run_id, "--json"],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            env={**os.environ, "AUTOMONITOR_DB": db_url},
-            start_new_session=True,
-            close_fds=True,
-        )
-    return proc.pid
+    """Start ``automonitor generate resume RUN_ID --json`` in its own session (the app's Runs page;
+    :func:`automonitor.runs.runner.launch.spawn_detached`); output in ``<tmp>/automonitor-runs/RUN_ID.log``.
+    Returns the child's pid."""
+    return spawn_detached(db_url, run_id, "generate", "resume", run_id)[0]

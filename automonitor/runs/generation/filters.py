@@ -116,23 +116,11 @@ def words(text: str) -> int:
     return len((text or "").split())
 
 
+_STOPWORDS = frozenset("the a an of to in is it you and or your if be".split())
+
+
 def _tokens(t: str) -> set[str]:
-    return set(re.findall(r"[a-z0-9]+", (t or "").lower())) - {
-        "the",
-        "a",
-        "an",
-        "of",
-        "to",
-        "in",
-        "is",
-        "it",
-        "you",
-        "and",
-        "or",
-        "your",
-        "if",
-        "be",
-    }
+    return set(re.findall(r"[a-z0-9]+", (t or "").lower())) - _STOPWORDS
 
 
 def qa_correct(answer: str, reference: Reference) -> bool | None:

@@ -12,6 +12,7 @@ docs/how-to/generating-pairs.md ("Sandbox").
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -249,10 +250,8 @@ def run_python(
         return _run(cmd, timeout_s, output_cap_bytes, pass_fds, stdin, res_r, res_w)
     finally:
         for fd in [fd for fd, _, _ in memfds] + [x for x in (res_r, res_w) if x >= 0]:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 def _check_files(files: dict[str, str], main: str) -> None:
@@ -302,19 +301,15 @@ class _Tail:
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _feed(pipe: IO[bytes], data: bytes) -> None:
     """Write ``data`` to the program's stdin and close it (a broken pipe, the program gone, is ignored)."""
-    try:
+    with contextlib.suppress(BrokenPipeError, OSError, ValueError):
         pipe.write(data)
         pipe.close()
-    except (BrokenPipeError, OSError, ValueError):
-        pass
 
 
 def _run(

@@ -61,10 +61,6 @@ def _trivial(v: object) -> bool:
     return isinstance(v, (str, bytes, list, tuple, dict, set)) and len(v) == 0
 
 
-def _key(v: object) -> str:
-    return repr(v)
-
-
 @dataclass
 class TestFacts:
     """What the visible tests reveal: call arguments and expected values (as literal reprs)."""
@@ -89,7 +85,7 @@ def test_facts(tests: list[str], entry_point: str | None) -> TestFacts:
                     for a in node.args:
                         ok, v = _literal(a)
                         if ok and not _trivial(v):
-                            facts.args.add(_key(v))
+                            facts.args.add(repr(v))
             if isinstance(node, ast.Assert) and isinstance(node.test, ast.Compare) and len(node.test.comparators) == 1:
                 ok, v = _literal(node.test.comparators[0])
                 if not ok:
@@ -98,24 +94,20 @@ def test_facts(tests: list[str], entry_point: str | None) -> TestFacts:
                         ok, v = _literal(inner.args[0])
                 if ok:
                     if not _trivial(v):
-                        facts.expected.add(_key(v))
-                    facts.calls[ast.unparse(node.test.left)] = _key(v)
+                        facts.expected.add(repr(v))
+                    facts.calls[ast.unparse(node.test.left)] = repr(v)
     return facts
 
 
 def _under_main_guard(tree: ast.Module) -> set[int]:
-    ids: set[int] = set()
-    for node in tree.body:
-        if isinstance(node, ast.If) and "__main__" in ast.unparse(node.test):
-            for sub in ast.walk(node):
-                ids.add(id(sub))
-    return ids
+    main_guards = [n for n in tree.body if isinstance(n, ast.If) and "__main__" in ast.unparse(n.test)]
+    return {id(sub) for node in main_guards for sub in ast.walk(node)}
 
 
 def _literal_in(node: ast.AST, keys: set[str]) -> bool:
     """``node`` is a non-trivial literal whose key is one of ``keys``."""
     ok, v = _literal(node)
-    return ok and not _trivial(v) and _key(v) in keys
+    return ok and not _trivial(v) and repr(v) in keys
 
 
 def _is_exit_call(node: ast.Call) -> bool:
@@ -197,7 +189,7 @@ def _assert_flags(tree: ast.Module, facts: TestFacts, details: dict[str, list[st
                 details.setdefault("deleted_asserts", []).append(ast.unparse(node)[:160])
             elif isinstance(node.test, ast.Compare) and len(node.test.comparators) == 1:
                 ok, v = _literal(node.test.comparators[0])
-                restated[ast.unparse(node.test.left)] = _key(v) if ok else None
+                restated[ast.unparse(node.test.left)] = repr(v) if ok else None
     if restated and facts.calls:
         for call, exp in facts.calls.items():
             if call in restated and restated[call] is not None and restated[call] != exp:

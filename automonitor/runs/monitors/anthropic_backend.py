@@ -9,7 +9,6 @@ extended thinking (``--param thinking_budget``) and prices: docs/how-to/backends
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any, Literal
 
@@ -18,11 +17,10 @@ from pydantic import Field
 from automonitor.jsontypes import JSONObject
 from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors.backend import Backend, BackendParams, register
-from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, verdict_schema
+from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, tool_calls_answer, verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.monitors.judgement import answer_judgement, stop_judgement, token_count
 from automonitor.runs.answers import ParseMode
-from automonitor.runs.parsing import ParseResult, agreeing_verdicts, parse_answer, parse_tool_answer
 
 TOOL_NAME = "record_verdict"
 
@@ -180,7 +178,12 @@ class AnthropicBackend(Backend):
         )
         if cache_read or cache_write:
             meta.update({"cached_tokens_in": cache_read, "cache_write_tokens_in": cache_write})
-        tools, text = _tool_and_text(blocks)
+        tools = [
+            {"tool": getattr(b, "name", None), "input": getattr(b, "input", None)}
+            for b in blocks
+            if getattr(b, "type", None) == "tool_use"
+        ]
+        text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
         thinking = sum(
             len(str(getattr(b, "thinking", "") or "")) for b in blocks if getattr(b, "type", None) == "thinking"
         )
@@ -192,7 +195,10 @@ class AnthropicBackend(Backend):
                 if stop == "refusal":
                     unscored.reason = "stop_reason refusal"
                 return unscored
-        raw, parsed = _parse_answer(tools, text, stop, self.prompt.template.name, self.settings.parse)
+        # the tool calls' input (raw: ``{"tool", "input"[, "tool_uses"][, "text"]}``) or the text
+        raw, parsed = tool_calls_answer(
+            tools, text, stop, self.prompt.template.name, self.settings.parse, args="input", many="tool_uses"
+        )
         return answer_judgement(parsed, item.response, raw, billed, meta, score=None, max_tokens=self.max_tokens)
 
     async def generate(
@@ -243,32 +249,3 @@ def _usage(msg: Any, meta: dict[str, Any]) -> tuple[int, int, int, int]:
     tin = token_count(getattr(usage, "input_tokens", 0), meta, "input_tokens") + cache_read + cache_write
     tout = token_count(getattr(usage, "output_tokens", 0), meta, "output_tokens")
     return tin, tout, cache_read, cache_write
-
-
-def _tool_and_text(blocks: list[Any]) -> tuple[list[Any], str]:
-    """Every ``tool_use`` block (in order; empty when none) and the concatenated ``text`` blocks."""
-    tools = [b for b in blocks if getattr(b, "type", None) == "tool_use"]
-    text = "".join(getattr(b, "text", "") or "" for b in blocks if getattr(b, "type", None) == "text")
-    return tools, text
-
-
-def _parse_answer(
-    tools: list[Any], text: str, stop: str | None, template: str = "direct", mode: str = "strict"
-) -> tuple[str, ParseResult]:
-    """``(raw, parsed)``: the tool calls' input (raw = ``{"tool", "input"[, "tool_uses"][, "text"]}`` JSON:
-    the first call, every call when there are several, the text when there is some) or the text, read by
-    ``template``'s answer grammar (``mode`` ``lenient``: the prose heuristics); every verdict the message
-    carries must agree (:func:`automonitor.runs.parsing.agreeing_verdicts`)."""
-    if not tools:
-        return text, parse_answer(text, template, stop, mode=mode)
-    calls = [{"tool": getattr(t, "name", None), "input": getattr(t, "input", None)} for t in tools]
-    has_text = bool(text and text.strip())
-    raw = json.dumps(
-        {**calls[0], **({"tool_uses": calls} if len(calls) > 1 else {}), **({"text": text} if has_text else {})},
-        default=str,
-    )
-    results = [
-        (f"tool call {i + 1}", parse_tool_answer(c["input"], template, stop, mode=mode)) for i, c in enumerate(calls)
-    ]
-    said = ("the text", parse_answer(text, template, stop, mode=mode)) if has_text else None
-    return raw, agreeing_verdicts(results, said)

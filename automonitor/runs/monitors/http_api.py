@@ -7,6 +7,7 @@ schema. Neither backend imports the other; what both need lives here.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 from typing import Mapping, TypedDict
 from urllib.parse import parse_qsl, urlparse, urlsplit, urlunsplit
@@ -14,6 +15,7 @@ from urllib.parse import parse_qsl, urlparse, urlsplit, urlunsplit
 from automonitor.jsontypes import JSONObject
 from automonitor.errors import InputError
 from automonitor.runs.monitors.judgement import QUOTA_CODES, PermanentError, TransientError
+from automonitor.runs.parsing import ParseResult, agreeing_verdicts, parse_answer, parse_tool_answer
 from automonitor.timestamps import utcnow
 from automonitor.vocab import CATEGORIES, LABELS, MONITOR_SEVERITIES
 
@@ -134,6 +136,27 @@ VERDICT_SCHEMA_EVIDENCE: JSONObject = {
 def verdict_schema(evidence: bool) -> JSONObject:
     """The JSON schema of a verdict (with category, severity, evidence for evidence templates)."""
     return VERDICT_SCHEMA_EVIDENCE if evidence else VERDICT_SCHEMA_DIRECT
+
+
+def tool_calls_answer(
+    calls: list[dict[str, object]], text: str, stop: str | None, template: str, mode: str, *, args: str, many: str
+) -> tuple[str, ParseResult]:
+    """``(raw, parsed)`` of a message with tool ``calls`` (``{"tool", args}`` each, in order) and ``text``.
+
+    Without calls: the text and its reading by ``template``'s grammar (``mode`` ``lenient``: the prose
+    heuristics). With calls: raw is the JSON of the first call, plus ``many`` (every call, in order) when
+    there are several and ``text`` when the message has text too, so the drill-down shows all the judge
+    said; parsed is :func:`automonitor.runs.parsing.agreeing_verdicts` of every call's ``args`` and the text
+    (every verdict the message carries must agree, else ``invalid`` ``contradictory``)."""
+    if not calls:
+        return text, parse_answer(text, template, stop, mode=mode)
+    has_text = bool(text and text.strip())
+    raw = {**calls[0], **({many: calls} if len(calls) > 1 else {}), **({"text": text} if has_text else {})}
+    results = [
+        (f"tool call {i + 1}", parse_tool_answer(c[args], template, stop, mode=mode)) for i, c in enumerate(calls)
+    ]
+    said = ("the text", parse_answer(text, template, stop, mode=mode)) if has_text else None
+    return json.dumps(raw, default=str), agreeing_verdicts(results, said)
 
 
 def classify_sdk_error(exc: BaseException) -> Exception:

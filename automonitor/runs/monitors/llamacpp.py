@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import math
 import os
 import threading
@@ -72,13 +73,10 @@ def resolve_model_path(model: str | None) -> Path:
 
 def cpu_has_amx() -> bool:
     """True when /proc/cpuinfo lists an AMX feature flag."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="ignore") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return "amx_tile" in line.split()
-    except OSError:
-        return False
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="ignore") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return "amx_tile" in line.split()
     return False
 
 
@@ -109,10 +107,8 @@ def _close_all() -> None:
     """Free cached models before interpreter teardown (avoids noise from ``Llama.__del__`` at exit)."""
     with _MODELS_LOCK:
         for llm in _MODELS.values():
-            try:
+            with contextlib.suppress(Exception):
                 llm.close()
-            except Exception:  # noqa: BLE001
-                pass
         _MODELS.clear()
 
 
@@ -219,7 +215,12 @@ class LocalScorer:
         return cut, info
 
     # ------------------------------------------------------------------------------------- evaluation
-    def _eval(self, tokens: list[int]) -> None:
+    def feed(self, tokens: list[int]) -> None:
+        """Evaluate ``tokens`` after the current position.
+
+        Raises:
+            PermanentError: the prompt would exceed the context.
+        """
         if not tokens:
             return
         if self.llm.n_tokens + len(tokens) > self.llm.n_ctx():
@@ -244,13 +245,9 @@ class LocalScorer:
             self.prefix_hits += 1
             return n
         self.llm.reset()
-        self._eval(prefix)
+        self.feed(prefix)
         self.prefix_evals += 1
         return 0
-
-    def feed(self, tokens: list[int]) -> None:
-        """Evaluate ``tokens`` after the current position."""
-        self._eval(tokens)
 
     def yes_no(self, yes_ids: list[int], no_ids: list[int]) -> tuple[float, float, float]:
         """``(P(misbehavior), logit_yes, logit_no)`` at the current position: softmax over the two
@@ -276,7 +273,7 @@ class LocalScorer:
             if tok == self._eos or self.llm.n_tokens + 1 >= self.llm.n_ctx():
                 break
             out.append(tok)
-            self._eval([tok])
+            self.feed([tok])
             text = self.detok(out)
             if any(s in text for s in stop):
                 break

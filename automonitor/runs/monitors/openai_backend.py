@@ -61,12 +61,13 @@ from automonitor.errors import AutomonitorError
 from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors import pricing
 from automonitor.runs.monitors.backend import Backend, BackendParams, register
-from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, split_base_url, verdict_schema
+from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, split_base_url, tool_calls_answer
+from automonitor.runs.monitors.http_api import verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.monitors.judgement import answer_judgement, meta_list, stop_judgement, token_count
 from automonitor.runs.answers import SCORE_METHOD, ParseMode, grammar_for
 from automonitor.vocab import Label
-from automonitor.runs.parsing import ParseResult, agreeing_verdicts, parse_answer, parse_tool_answer, score_at_verdict
+from automonitor.runs.parsing import ParseResult, score_at_verdict
 
 if TYPE_CHECKING:
     import aiohttp
@@ -639,33 +640,12 @@ def message_text(msg: Any) -> tuple[str, str]:
 def read_message(
     msg: Any, text: str, finish: str | None, template: str = "direct", mode: str = "strict"
 ) -> tuple[str, ParseResult]:
-    """``(raw, parsed)`` of a Chat Completions message, read by ``template``'s grammar (``mode``
-    ``lenient``: the heuristics).
-
-    Without tool calls: the answer ``text`` and its reading. With tool calls: raw is the JSON
-    ``{"tool", "arguments"}`` of the first call, plus ``tool_calls`` (every call, in order) when there are
-    several and ``text`` when the message has text too, so the drill-down shows all the judge said; parsed
-    is :func:`automonitor.runs.parsing.agreeing_verdicts` of every call's arguments and the text (every
-    verdict the message carries must agree, else ``invalid`` ``contradictory``)."""
-    tool_calls = getattr(msg, "tool_calls", None) or []
-    if not tool_calls:
-        return text, parse_answer(text, template, finish, mode=mode)
-    calls = []
-    for call in tool_calls:
-        fn = getattr(call, "function", None)
-        calls.append({"tool": getattr(fn, "name", None), "arguments": getattr(fn, "arguments", None)})
-    raw: dict[str, Any] = dict(calls[0])
-    if len(calls) > 1:
-        raw["tool_calls"] = calls
-    has_text = bool(text and text.strip())
-    if has_text:
-        raw["text"] = text
-    tools = [
-        (f"tool call {i + 1}", parse_tool_answer(c["arguments"], template, finish, mode=mode))
-        for i, c in enumerate(calls)
-    ]
-    said = ("the text", parse_answer(text, template, finish, mode=mode)) if has_text else None
-    return json.dumps(raw, default=str), agreeing_verdicts(tools, said)
+    """``(raw, parsed)`` of a Chat Completions message: :func:`~.http_api.tool_calls_answer` of its tool
+    calls (raw: ``{"tool", "arguments"[, "tool_calls"][, "text"]}``) and ``text``, read by ``template``'s
+    grammar (``mode`` ``lenient``: the heuristics); the text alone when it has no tool call."""
+    fns = [getattr(call, "function", None) for call in getattr(msg, "tool_calls", None) or []]
+    calls = [{"tool": getattr(fn, "name", None), "arguments": getattr(fn, "arguments", None)} for fn in fns]
+    return tool_calls_answer(calls, text, finish, template, mode, args="arguments", many="tool_calls")
 
 
 def _error_message(resp: Any) -> str | None:

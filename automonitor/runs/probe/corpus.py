@@ -75,16 +75,6 @@ def train_records(engine: Engine) -> list[CorpusEntry]:
         ]
 
 
-def heldout_texts(engine: Engine) -> list[tuple[str, str, str]]:
-    """``(sample_id, request, response)`` of every sample that is not gold ``train`` (test of every
-    edition, controls, candidates, rejected): the material the corpus must not overlap."""
-    from store import session_scope
-    from store.queries import corpus as corpus_queries
-
-    with session_scope(engine) as s:
-        return corpus_queries.heldout_texts(s)
-
-
 _LETTER = re.compile(r"\(([A-Z])\)")
 
 
@@ -246,15 +236,8 @@ def disjointness(
     lsh = MinHashLSH(threshold=threshold, num_perm=NUM_PERM)
     for i, (_, r, s) in enumerate(held):
         lsh.insert(f"h{i}", minhash(r + "\n" + s))
-    counts = {
-        "heldout": len(held),
-        "candidates": len(records),
-        "exact_request": 0,
-        "exact_response": 0,
-        "exact_pair": 0,
-        "near_duplicate": 0,
-        "dropped": 0,
-    }
+    counts = {"heldout": len(held), "candidates": len(records)}
+    counts |= dict.fromkeys(("exact_request", "exact_response", "exact_pair", "near_duplicate", "dropped"), 0)
     kept = []
     for rec in records:
         kinds = _overlaps(rec, req_h, resp_h, pair_h, lsh)
@@ -310,7 +293,12 @@ def build_corpus(
             got = fn(Path(raw))
             extra_counts[name] = len(got)
             recs.extend(got)
-    kept, dis = disjointness(recs, heldout_texts(engine))
+    from store import session_scope
+    from store.queries.corpus import heldout_texts
+
+    with session_scope(engine) as s:  # every sample that is not gold train: what the corpus must not overlap
+        heldout = heldout_texts(s)
+    kept, dis = disjointness(recs, heldout)
     comp = composition(kept)
     return kept, CorpusSummary(
         records=len(kept),
@@ -349,14 +337,11 @@ def chat_messages(request: str, response: str, label: str | None, template: str 
     return msgs
 
 
-def to_row(rec: CorpusEntry, *, max_chars: int | None = None) -> dict[str, object]:
-    """One JSONL row (``messages`` + metadata) for ``rec``; texts cut to ``max_chars`` when given."""
-    req, resp = rec.request, rec.response
-    if max_chars:
-        req, resp = req[:max_chars], resp[:max_chars]
+def to_row(rec: CorpusEntry) -> dict[str, object]:
+    """One JSONL row (``messages`` + metadata) for ``rec``."""
     return {
         "id": rec.id,
-        "messages": chat_messages(req, resp, rec.label),
+        "messages": chat_messages(rec.request, rec.response, rec.label),
         "category": rec.category,
         "task": rec.task,
         "label": rec.label,

@@ -7,6 +7,7 @@ finalises the run (status, totals, ``last_execution``).
 
 from __future__ import annotations
 
+import contextlib
 import asyncio
 import threading
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from automonitor.runs.monitors import Backend, create_backend
 from automonitor.runs import batch as batch_mod
 from automonitor.runs.fewshot import run_prompt
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template
-from automonitor.runs.lease import check_lease, lock_run, mark_running, new_lease, release, released_on_failure
+from automonitor.runs.lease import check_lease, lock_run, release, released_on_failure, take_lease
 from automonitor.runs.params import backend_params, redact_url
 from automonitor.runs.status import finalize, summary
 from automonitor.runs.runner.workers import Execution, no_answer_message
@@ -187,10 +188,7 @@ def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
         judge_params = dict(params.get("judge") or {})
         repeats = int(judge_params.get("repeat", 1) or 1)
         if n_pending:
-            params["lease"] = new_lease()
-            run.params = params
-            mark_running(run)
-            s.add(run)
+            take_lease(s, run, params)
         return _Claim(
             template=tpl,
             examples=examples,
@@ -220,10 +218,8 @@ def _unredacted(given: str, stored: str | None, run_id: str) -> str:
 def _report(progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
     """Call ``progress(done, total)``; a broken callback is ignored."""
     if progress is not None:
-        try:
+        with contextlib.suppress(Exception):
             progress(done, total)
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def _build_backend(engine: Engine, run_id: str, claim: _Claim) -> Backend:

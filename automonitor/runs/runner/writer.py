@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import queue as queue_mod
 import threading
 import time
@@ -86,10 +87,8 @@ class ResultWriter(threading.Thread):
         try:
             self._loop()
         finally:
-            try:
+            with contextlib.suppress(Exception):  # the results are committed; a close failure loses nothing
                 self._release()
-            except Exception:  # noqa: BLE001 - the results are committed; a close failure loses nothing
-                pass
 
     def _loop(self) -> None:
         """The writer's loop (see :meth:`run`)."""
