@@ -108,12 +108,7 @@ _T = TypeVar("_T")
 
 
 def _round_robin(groups: list[list[_T]]) -> list[_T]:
-    out: list[_T] = []
-    i = 0
-    while any(i < len(g) for g in groups):
-        out += [g[i] for g in groups if i < len(g)]
-        i += 1
-    return out
+    return [g[i] for i in range(max(map(len, groups), default=0)) for g in groups if i < len(g)]
 
 
 def _bct_items(root: Path, cue: str, limit: int | None) -> list[SycophancyItem]:

@@ -36,12 +36,6 @@ REQUEST_CHARS = 1500
 RESPONSE_CHARS = 2500
 
 
-def _torch_threads() -> None:
-    import torch
-
-    torch.set_num_threads(int(os.environ.get("AUTOMONITOR_TORCH_THREADS", "2")))
-
-
 def resolve_base(base: str) -> tuple[Path, str | None]:
     """``(folder, gguf_file or None)`` for a base spec (see the module docstring).
 
@@ -146,7 +140,7 @@ def load_base(base: str) -> tuple[PreTrainedTokenizerBase, PreTrainedModel, Base
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    _torch_threads()
+    torch.set_num_threads(int(os.environ.get("AUTOMONITOR_TORCH_THREADS", "2")))
     folder, gguf = resolve_base(base)
     load_from = folder
     if gguf is not None:
@@ -231,11 +225,6 @@ class LoraHyperparameters:
         return {**asdict(self), "request_chars": REQUEST_CHARS, "response_chars": RESPONSE_CHARS}
 
 
-def _adapter_name(info: BaseInfo, slices: Sequence[str]) -> str:
-    """``<base stem>-<slice+slice>`` with ``/`` as ``.`` (the default adapter folder's name)."""
-    return f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}".replace("/", ".")
-
-
 def _fit_adapter(
     model: PreTrainedModel, tok: PreTrainedTokenizerBase, rows: list[ChatRow], out_dir: Path, hp: LoraHyperparameters
 ) -> float | None:
@@ -281,11 +270,6 @@ def _fit_adapter(
     return float(result.training_loss) if result.training_loss is not None else None
 
 
-def _slice_label_counts(records: Sequence[CorpusEntry]) -> dict[str, int]:
-    """``{"category/task:label": n}`` over ``records``, sorted by key."""
-    return dict(sorted(Counter(f"{x.category}/{x.task}:{x.label}" for x in records).items()))
-
-
 def _card(
     recs: Sequence[CorpusEntry],
     info: BaseInfo,
@@ -303,7 +287,7 @@ def _card(
         "base": info,
         "training_slices": list(slices),
         "records": len(recs),
-        "counts": _slice_label_counts(recs),
+        "counts": dict(sorted(Counter(f"{x.category}/{x.task}:{x.label}" for x in recs).items())),
         "data_sha256": data_hash([x.key() for x in recs], [x.label for x in recs]),
         "hyperparameters": hp,
         "template": "direct",
@@ -342,7 +326,9 @@ def train_lora(
         raise InputError("LoRA training needs misbehavior and benign records", field="on")
     t0 = time.perf_counter()
     tok, model, info = load_base(base)
-    out_dir = Path(out) if out else _next_out(_adapter_name(info, slices))
+    # the default folder: <artifacts>/lora/<base stem>-<slice+slice>-v<N>, "/" as "."
+    name = f"{Path(info['gguf_file'] or info['folder']).stem}-{'+'.join(slices)}".replace("/", ".")
+    out_dir = Path(out) if out else _next_out(name)
     train_loss = _fit_adapter(model, tok, sft_rows(recs), out_dir, hp)
     card = _card(recs, info, slices, hp.to_card(), train_loss, round(time.perf_counter() - t0, 2))
     (out_dir / "automonitor_lora.json").write_text(json.dumps(card, indent=2), encoding="utf-8")

@@ -488,11 +488,6 @@ def _binary_labels(labels: Sequence[str], slices: Sequence[str]) -> npt.NDArray[
     return y
 
 
-def _text_keys(requests: Sequence[str], responses: Sequence[str]) -> list[str]:
-    """sha256 of ``request NUL response`` per record (the data hash's keys when none are given)."""
-    return [hashlib.sha256(((a or "") + "\x00" + (b or "")).encode()).hexdigest() for a, b in zip(requests, responses)]
-
-
 def _slice_counts(meta: Sequence[tuple[str, str]], labels: Sequence[str]) -> dict[str, dict[str, int]]:
     """``{"category/task": {"misbehavior": n, "benign": n}}`` sorted by cell."""
     counts: dict[str, dict[str, int]] = {}
@@ -549,6 +544,11 @@ def train_probe(
     import sklearn
     from sklearn.linear_model import LogisticRegression
 
+    if keys is None:  # sha256 of ``request NUL response`` per record
+        keys = [
+            hashlib.sha256(((a or "") + "\x00" + (b or "")).encode()).hexdigest() for a, b in zip(requests, responses)
+        ]
+
     y = _binary_labels(labels, slices)
     t0 = time.perf_counter()
     feats = features or make_features(kind)
@@ -567,7 +567,7 @@ def train_probe(
         "n_benign": int(len(y) - y.sum()),
         "counts": _slice_counts(meta or [("?", "?")] * len(y), labels),
         "hyperparameters": _hyperparameters(kind, feats.params, c, seed, int(X_train.shape[1])),
-        "data_sha256": data_hash(keys if keys is not None else _text_keys(requests, responses), labels),
+        "data_sha256": data_hash(keys, labels),
         "trained_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "train_seconds": round(time.perf_counter() - t0, 3),
         "sklearn": sklearn.__version__,
@@ -582,10 +582,6 @@ def artifact_dir() -> Path:
     """Where probe artefacts live: ``$AUTOMONITOR_ARTIFACTS/probes`` or ``./artifacts/probes``."""
     base = os.environ.get("AUTOMONITOR_ARTIFACTS")
     return (Path(base) if base else Path.cwd() / "artifacts") / "probes"
-
-
-def _slices_tag(slices: Sequence[str]) -> str:
-    return re.sub(r"[^A-Za-z0-9_.+-]", "_", "+".join(s.replace("/", ".") for s in slices))[:80]
 
 
 ARTIFACT_FORMAT = "automonitor-probe-json"
@@ -628,7 +624,8 @@ def save_probe(probe: Probe, directory: str | Path | None = None) -> Path:
     """
     d = Path(directory) if directory else artifact_dir()
     d.mkdir(parents=True, exist_ok=True)
-    stem = f"{probe.card['features']}-lr-{_slices_tag(probe.card['training_slices'])}"
+    tag = re.sub(r"[^A-Za-z0-9_.+-]", "_", "+".join(s.replace("/", ".") for s in probe.card["training_slices"]))[:80]
+    stem = f"{probe.card['features']}-lr-{tag}"
     view = probe.card.get("view") or "full"
     if view != "full":  # a probe trained on a monitor view's texts: <features>-lr-<slices>-<view>-v<N>
         stem += f"-{view}"

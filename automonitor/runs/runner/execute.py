@@ -92,7 +92,9 @@ def execute_run(
     claim = _claim(engine, run_id, concurrency)
     if base_url is not None:
         claim.base_url = _unredacted(base_url, claim.base_url, run_id)
-    _report(progress, claim.done_before, claim.total)
+    if progress is not None:
+        with contextlib.suppress(Exception):  # a broken callback is ignored
+            progress(claim.done_before, claim.total)
     if not claim.n_pending:
         finalize(engine, run_id, cancelled=False)
         return summary(engine, run_id)
@@ -127,7 +129,13 @@ def execute_run(
         engine,
         run_id,
         cancelled=state.cancelled,
-        last_execution=_last_execution(state, claim.max_conc),
+        last_execution={  # calls, hits, limiter stats, concurrency, stream stats
+            "api_calls": state.api_calls,
+            "cache_hits": state.cache_hits,
+            "limiter": state.limiter_stats,
+            "concurrency": claim.max_conc,
+            "stream": {"pages": state.pages_read, "max_page": state.max_page, "queue_max": state.queue_max},
+        },
         failure=_with_retry_errors(engine, run_id, failure.replace("RUN_ID", run_id)) if failure else None,
         no_answer=no_answer.replace("RUN_ID", run_id) if no_answer else None,
         sent=backend.sent_params(),
@@ -215,13 +223,6 @@ def _unredacted(given: str, stored: str | None, run_id: str) -> str:
     return given
 
 
-def _report(progress: Callable[[int, int], None] | None, done: int, total: int) -> None:
-    """Call ``progress(done, total)``; a broken callback is ignored."""
-    if progress is not None:
-        with contextlib.suppress(Exception):
-            progress(done, total)
-
-
 def _build_backend(engine: Engine, run_id: str, claim: _Claim) -> Backend:
     """The run's backend; on failure the run is released as ``failed`` and the error re-raised."""
     prompt = PromptBuilder(claim.template, examples=claim.examples)
@@ -232,17 +233,6 @@ def _build_backend(engine: Engine, run_id: str, claim: _Claim) -> Backend:
     except Exception:
         release(engine, run_id, status="failed", error="could not build the backend")
         raise
-
-
-def _last_execution(state: Execution, max_conc: int) -> JSONObject:
-    """``Run.params["last_execution"]``: calls, hits, limiter stats, concurrency, stream stats."""
-    return {
-        "api_calls": state.api_calls,
-        "cache_hits": state.cache_hits,
-        "limiter": state.limiter_stats,
-        "concurrency": max_conc,
-        "stream": {"pages": state.pages_read, "max_page": state.max_page, "queue_max": state.queue_max},
-    }
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:
