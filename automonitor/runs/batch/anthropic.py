@@ -31,14 +31,11 @@ class AnthropicBatch(SdkBatch):
 
         return anthropic.Anthropic(**options)
 
-    def _params(self, text: SampleText) -> dict[str, Any]:
+    def request_line(self, cid: str, text: SampleText) -> str:
         system, user, _ = self.backend.prompt.chat_messages(text["request"], text["response"])
         kw = self.backend._request(system, user)
-        extra = kw.pop("extra_body", None) or {}
-        return {**kw, **extra}
-
-    def request_line(self, cid: str, text: SampleText) -> str:
-        return json.dumps({"custom_id": cid, "params": self._params(text)})
+        extra = kw.pop("extra_body", None) or {}  # the batch API takes the live call's extra body inline
+        return json.dumps({"custom_id": cid, "params": {**kw, **extra}})
 
     def prepare(self, path: str, run_id: str, part: dict[str, Any]) -> dict[str, Any]:
         return {"n": len(part["ids"])}

@@ -770,12 +770,11 @@ def resolve_artifact(model: str, directory: str | Path | None = None) -> Path:
             for p in d.glob(f"{kind}-lr-{tag}-v*{ARTIFACT_SUFFIX}")
             if (v := _artifact_version(p.name)) is not None
         ]
-        found = [p for _, p in sorted(versions)]
-        if not found:
+        if not versions:
             how = f" --view {view}" if view else ""
             raise InputError(
                 f"no trained {model} artefact in {d}; train one first: automonitor probe train --features {kind}{how}",
                 field="monitor",
             )
-        return found[-1]
+        return max(versions)[1]
     return Path(model).expanduser()
