@@ -12,13 +12,13 @@ import pandas as pd
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.localisation import SpanOffsets, run_localisation
-from automonitor.analysis.bootstrap import RunBootstrapDict, bootstrap_runs, pair_classes
+from automonitor.analysis.bootstrap import bootstrap_runs, pair_classes
 from automonitor.analysis.encoding import CELLS, TP, empty_preds, encode, Encoded, sample_grid
 from automonitor.analysis.paired import PairedDict, default_comparisons, paired_comparisons
 from automonitor.analysis.roc_grounding import add_grounding, add_roc, evidence_run_ids
 from automonitor.analysis.slices import Slices, slice_stats
 from automonitor.analysis.options import AnalysisOptions, resolve_options
-from automonitor.analysis.report_schema import Report
+from automonitor.analysis.report_schema import Report, RunBootstrap
 from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunFrame
 from automonitor.jsontypes import json_safe
 
@@ -149,7 +149,7 @@ def _run_entries(
     runs: pd.DataFrame,
     enc: Encoded,
     slices: Slices,
-    boot: list[RunBootstrapDict],
+    boot: list[RunBootstrap],
     pair_counts: list[dict[str, int]],
 ) -> list[dict[str, Any]]:
     """One RUN dict per row of ``runs`` (report order) with its slices, bootstrap and pair counts."""

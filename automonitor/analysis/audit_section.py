@@ -90,17 +90,12 @@ def report_markdown(rep: Report | dict[str, Any]) -> str:
                 )
     if not rows:
         return ""
-    return (
-        "\n".join(
-            [
-                "",
-                "Trivial baselines on the same slices (AUROC, trained on train, scored on test; "
-                f"`automonitor audit`; flag at >= {FLAG_AUROC}):",
-                "",
-                "| run | category | task | MR | FAR | length | tfidf | answer = suggestion | flag |",
-                "|---|---|---|---:|---:|---:|---:|---:|---|",
-                *rows,
-            ]
-        )
-        + "\n"
-    )
+    head = [
+        "",
+        "Trivial baselines on the same slices (AUROC, trained on train, scored on test; "
+        f"`automonitor audit`; flag at >= {FLAG_AUROC}):",
+        "",
+        "| run | category | task | MR | FAR | length | tfidf | answer = suggestion | flag |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    return "\n".join(head + rows) + "\n"

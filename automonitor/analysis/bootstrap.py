@@ -4,21 +4,11 @@ vectorised over runs) and per-pair outcome classes (:func:`pair_classes`).
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 import numpy as np
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import ABSENT, FN, FP, PEND, TN, TP, UNS, IntArray
-
-
-class RunBootstrapDict(TypedDict):
-    """A run's pair-clustered percentile 95% intervals of MR and FAR over ``pairs`` clusters
-    (:class:`automonitor.analysis.report_schema.RunBootstrap`)."""
-
-    mr_ci: list[float] | None
-    far_ci: list[float] | None
-    pairs: int
+from automonitor.analysis.report_schema import RunBootstrap
 
 
 def bootstrap_runs(
@@ -29,7 +19,7 @@ def bootstrap_runs(
     n_pairs: int,
     n_boot: int,
     seed: int,
-) -> list[RunBootstrapDict]:
+) -> list[RunBootstrap]:
     """Pair-clustered percentile intervals of MR and FAR per run (vectorised over runs).
 
     Args:
@@ -51,7 +41,7 @@ def bootstrap_runs(
     present = np.zeros((n_runs, n_pairs), dtype=bool)
     judged = row_cell != PEND
     present[row_run[judged], row_pair[judged]] = True
-    out = [RunBootstrapDict(mr_ci=None, far_ci=None, pairs=0) for _ in range(n_runs)]
+    out = [RunBootstrap(mr_ci=None, far_ci=None, pairs=0) for _ in range(n_runs)]
     groups: dict[bytes, list[int]] = {}
     for r in range(n_runs):
         groups.setdefault(np.packbits(present[r]).tobytes(), []).append(r)
@@ -92,10 +82,9 @@ def _pair_sides(sample_pair: IntArray, sample_label: IntArray, n_pairs: int) -> 
     pos = np.full(n_pairs, -1, dtype=np.int64)
     neg = np.full(n_pairs, -1, dtype=np.int64)
     samples = np.arange(sample_pair.size)
-    is_side = (sample_label == 0) & (sample_pair >= 0)
-    pos[sample_pair[is_side]] = samples[is_side]
-    is_side = (sample_label == 1) & (sample_pair >= 0)
-    neg[sample_pair[is_side]] = samples[is_side]
+    for label, side in ((0, pos), (1, neg)):
+        is_side = (sample_label == label) & (sample_pair >= 0)
+        side[sample_pair[is_side]] = samples[is_side]
     return pos, neg
 
 

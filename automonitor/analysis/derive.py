@@ -352,19 +352,6 @@ def _recipe_key(recipe: Mapping[str, object]) -> str:
     return json.dumps({k: recipe.get(k) for k in RECIPE_KEYS}, sort_keys=True, default=str)
 
 
-def find_same(engine: Engine, recipe: Recipe) -> DerivedRun | None:
-    """An existing derived run with the same recipe (kind, rule and parameters, inputs), as
-    ``{"run_id", "recipe"}``, or None."""
-    from store.queries import derived as q
-
-    want = _recipe_key(recipe)
-    for rid, params in q.derived_runs(engine):
-        r: Recipe = (params or {}).get("recipe") or Recipe()
-        if _recipe_key(r) == want:
-            return {"run_id": rid, "recipe": r}
-    return None
-
-
 def _save(
     engine: Engine,
     kind: str,
@@ -377,10 +364,12 @@ def _save(
 ) -> DerivedRun:
     from store.queries import derived as q
 
-    if reuse:
-        same = find_same(engine, recipe)
-        if same is not None:
-            return same
+    if reuse:  # an existing derived run with the same recipe (kind, rule and parameters, inputs)
+        want = _recipe_key(recipe)
+        for rid, params in q.derived_runs(engine):
+            r: Recipe = (params or {}).get("recipe") or Recipe()
+            if _recipe_key(r) == want:
+                return {"run_id": rid, "recipe": r}
     run_id = stamped_id(f"drv_{kind}")  # drv_<kind>_YYYYmmdd_HHMMSS_<6 hex> (UTC)
     q.insert_derived_run(
         engine,

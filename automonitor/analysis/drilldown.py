@@ -62,11 +62,8 @@ def cell_samples(
 
         with session_scope(engine) as s:
             inputs = view_inputs(s, list(out["sample_id"]))
-        shown = {}
-        for i in inputs:
-            r = render(i["response"], view, source=i["source"], meta=i["meta"])
-            shown[i["id"]] = r.text if r is not None else None
-        out["response"] = [shown.get(sid) for sid in out["sample_id"]]
+        shown = {i["id"]: render(i["response"], view, source=i["source"], meta=i["meta"]) for i in inputs}
+        out["response"] = [r.text if (r := shown.get(sid)) is not None else None for sid in out["sample_id"]]
     return out
 
 

@@ -56,11 +56,6 @@ _CLEANED_EDGES = _STRIP + ".\u2026"  # a span that starts or ends with none of t
 _ELLIPSIS = re.compile(r"^(?:\.\.\.|\u2026)+|(?:\.\.\.|\u2026)+$")
 
 
-def _norm_char(c: str) -> str:
-    c = _CHAR_MAP.get(c, c)
-    return unicodedata.normalize("NFKC", c).casefold()
-
-
 @lru_cache(maxsize=16384)
 def normalize_with_map(text: str) -> tuple[str, npt.NDArray[np.intp]]:
     """Normalised text and, for each of its characters, the index of the original character it came from.
@@ -88,7 +83,7 @@ def normalize_with_map(text: str) -> tuple[str, npt.NDArray[np.intp]]:
             in_ws = True
             continue
         in_ws = False
-        for d in _norm_char(c):
+        for d in unicodedata.normalize("NFKC", _CHAR_MAP.get(c, c)).casefold():
             if d.isspace():  # NFKC can turn e.g. U+00A0 into a space; isspace already caught it
                 d = " "
             chars.append(d)

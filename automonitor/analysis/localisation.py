@@ -202,10 +202,6 @@ def _f(x: float | np.float64) -> float | None:
     return None if np.isnan(x) else x
 
 
-def _counts(result: SampleLocalisation) -> tuple[int, int, int, int]:
-    return result["inter"], result["evidence_chars"], result["gold_chars"], result["union"]
-
-
 def run_localisation(
     rows: Sequence[tuple[str, str, str, bool, Sequence[JSONValue]]],
     responses: Mapping[str, str],
@@ -243,7 +239,10 @@ def run_localisation(
     cells = sorted({(c, t) for c, t, _ in keyed})
     cell_of = {ct: j for j, ct in enumerate(cells)}
     cell = np.array([cell_of[(c, t)] for c, t, _ in keyed])
-    counts = np.array([_counts(r) if r is not None else (0, 0, 0, 0) for _, _, r in keyed], dtype=float)
+    counts = np.array(
+        [(r["inter"], r["evidence_chars"], r["gold_chars"], r["union"]) if r else (0, 0, 0, 0) for _, _, r in keyed],
+        dtype=float,
+    )
     is_tp = np.array([r is not None for _, _, r in keyed])
     status = np.array([r["status"] if r is not None else "" for _, _, r in keyed])
     per_cell = np.zeros((len(cells), 4, 1 + max(n_boot, 0)))  # [:, :, 0] point sums, [:, :, 1:] resamples

@@ -65,11 +65,6 @@ class PaperRow(TypedDict):
     rates: dict[str, float | None]
 
 
-def _templates(runs: list[RunReport]) -> list[str]:
-    present = {r.template for r in runs}
-    return [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES))
-
-
 def _slice_columns(runs: list[RunReport], temps: list[str]) -> list[PaperColumn]:
     """The table's columns in order: overall (MR, FAR, unscored rate) then each category (MR, FAR), every
     metric once per template."""
@@ -100,7 +95,8 @@ def paper_table(rep: ReportLike) -> tuple[list[PaperColumn], list[PaperRow]]:
     ``{"monitor": label, "runs": [run_id, ...], "rates": {column key: float|None}}`` (rates in [0, 1]).
     """
     runs = as_report(rep).runs
-    columns = _slice_columns(runs, _templates(runs))
+    present = {r.template for r in runs}
+    columns = _slice_columns(runs, [t for t in TEMPLATES if t in present] + sorted(present - set(TEMPLATES)))
     # group runs: monitor -> template -> [run, ...]
     groups: dict[str, dict[str, list[RunReport]]] = {}
     for r in runs:
@@ -138,15 +134,8 @@ def to_markdown(rep: ReportLike) -> str:
     for r in rows:
         name = md_escape(r["monitor"])
         lines.append("| " + " | ".join([name] + [fmt2(r["rates"][c["key"]]) for c in cols]) + " |")
-    return (
-        "\n".join(lines)
-        + "\n\n"
-        + _caption(rep)
-        + "\n"
-        + localisation_markdown(rep)
-        + difficulty_markdown(rep)
-        + metrics_markdown(rep)
-    )
+    sections = localisation_markdown(rep) + difficulty_markdown(rep) + metrics_markdown(rep)
+    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + sections
 
 
 def run_metric_table(rep: Report) -> tuple[list[str], list[dict[str, str]]]:

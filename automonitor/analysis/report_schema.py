@@ -77,7 +77,8 @@ class SliceStats(_Model):
     pending: int
 
 
-class RunBootstrap(_Model):
+@with_config(ConfigDict(extra="forbid"))
+class RunBootstrap(TypedDict):
     """Pair-clustered percentile 95% intervals of a run's overall MR and FAR over ``pairs`` clusters."""
 
     mr_ci: Interval

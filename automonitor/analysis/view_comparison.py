@@ -27,6 +27,7 @@ import pandas as pd
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.metrics import ConfusionRates
+from automonitor.analysis.paired import McNemarAbout
 from automonitor.vocab import NEGATIVE, POSITIVE, VIEWS
 
 Bools = npt.NDArray[np.bool_]
@@ -36,12 +37,6 @@ Codes = npt.NDArray[np.intp]
 #: One view's confusion counts on a set of samples, MR and FAR with Wilson 95% intervals
 #: (:func:`automonitor.analysis.metrics.confusion_rates`)
 ViewRates = ConfusionRates
-
-
-class ViewMcNemar(mt.McNemarDict):
-    """:func:`automonitor.analysis.metrics.mcnemar_test`'s result with what it compares."""
-
-    about: str
 
 
 class BootstrapDiffs(TypedDict, total=False):
@@ -62,8 +57,8 @@ class ViewPair(BootstrapDiffs):
     view_a: Required[str]
     view_b: Required[str]
     samples: Required[int]
-    mcnemar_mr: Required[ViewMcNemar]
-    mcnemar_far: Required[ViewMcNemar]
+    mcnemar_mr: Required[McNemarAbout]
+    mcnemar_far: Required[McNemarAbout]
 
 
 class ViewCell(TypedDict):

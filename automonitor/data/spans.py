@@ -725,8 +725,7 @@ def sycophancy_spans(response: str, meta: dict[str, Any]) -> list[GoldSpan]:
             for s in segs:
                 if pattern.search(follow[s[0] : s[1]]):
                     return [_sentence_span(follow, s, note, base)]
-        return []
-    return []  # free-text cued answers (sycophancy_qa): whether a sentence adopts the cue is not decidable by rule
+    return []  # no sentence gives way to the doubt; free-text cued answers (sycophancy_qa): whether a sentence adopts the cue is not decidable by rule
 
 
 # --- the build's rule ----------------------------------------------------------------------------------
