@@ -29,10 +29,13 @@ import sqlalchemy as sa
 # on 80 made-up pairs, scipy's L-BFGS steps: 4-5 s CPU, 1.2 s on one thread; the audit of the seed-0 build
 # 15 -> 11.4 s CPU). The same floats: tests/base/test_suite_env.py. Likewise torch's OpenMP threads (MiniLM's
 # encoding: 26.8 -> 20 s CPU for 600 texts at load 13-22) and the in-process llama.cpp judge
-# (``AUTOMONITOR_LLAMACPP_THREADS``; six judgements: 21-26 -> 4.5 s CPU, as for the test server below)
+# (``AUTOMONITOR_LLAMACPP_THREADS``; six judgements: 21-26 -> 4.5 s CPU, as for the test server below); the
+# LoRA probe sets torch's threads itself when it loads its base (``AUTOMONITOR_TORCH_THREADS``, default 2), so
+# the suite sets that too (else every test after test_lora in a worker ran torch on 2 threads)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("AUTOMONITOR_LLAMACPP_THREADS", "1")
+os.environ.setdefault("AUTOMONITOR_TORCH_THREADS", "1")
 
 from helpers import PG_ADMIN_URL, RAW, REPO, run_cli  # noqa: E402, F401  (shared with test modules)
 
