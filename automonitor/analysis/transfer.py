@@ -171,14 +171,6 @@ def test_rows(engine: Engine) -> list[dict[str, str]]:
         return gold_test_texts(s)
 
 
-def _group_by_cell(records: Sequence[CorpusEntry]) -> dict[str, list[CorpusEntry]]:
-    """Records by ``category/task`` cell (record order kept within a cell)."""
-    by_cell: dict[str, list[CorpusEntry]] = {}
-    for r in records:
-        by_cell.setdefault(f"{r.category}/{r.task}", []).append(r)
-    return by_cell
-
-
 def _trainable_slices(by_cell: dict[str, list[CorpusEntry]]) -> list[str]:
     """The cells with at least 2 records of each label, sorted, then ``all``.
 
@@ -195,13 +187,6 @@ def _trainable_slices(by_cell: dict[str, list[CorpusEntry]]) -> list[str]:
     if not slices:
         raise InputError("no training slice has 2 misbehavior and 2 benign records", field="on")
     return slices + ["all"]
-
-
-def _test_arrays(tests: Sequence[Mapping[str, str]]) -> tuple[list[str], Ints, Texts]:
-    """``(test slices: the sorted cells then "all", labels (n,) 1 = misbehavior, each sample's cell (n,))``."""
-    y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])
-    test_cell = np.array([f"{t['category']}/{t['task']}" for t in tests])
-    return sorted(set(test_cell.tolist())) + ["all"], y_test, test_cell
 
 
 def _slice_probe(kind: str, slice_name: str, recs: Sequence[CorpusEntry], shared: EmbedFeatures | None) -> Probe:
@@ -252,20 +237,6 @@ def _score_row(
     return row
 
 
-def _slice_baselines(
-    tests: Sequence[Mapping[str, str]], test_cell: Texts, test_slices: Sequence[str]
-) -> dict[str, dict[str, float | None]]:
-    """:func:`trivial_baselines` per test slice."""
-
-    baselines = {}
-    for te in test_slices:
-        idx = [i for i, c in enumerate(test_cell) if te == "all" or c == te]
-        baselines[te] = trivial_baselines(
-            [tests[i]["response"] for i in idx], [tests[i]["label"] for i in idx], [tests[i]["pair_id"] for i in idx]
-        )
-    return baselines
-
-
 def transfer_matrix(
     records: Sequence[CorpusEntry],
     tests: Sequence[Mapping[str, str]],
@@ -292,9 +263,13 @@ def transfer_matrix(
 
     if not tests:
         raise InputError("the store has no test samples; run `automonitor build` first")
-    by_cell = _group_by_cell(records)
+    by_cell: dict[str, list[CorpusEntry]] = {}  # records by category/task cell, record order kept
+    for r in records:
+        by_cell.setdefault(f"{r.category}/{r.task}", []).append(r)
     train_slices = _trainable_slices(by_cell)
-    test_slices, y_test, test_cell = _test_arrays(tests)
+    y_test = np.array([1 if t["label"] == "misbehavior" else 0 for t in tests])  # 1 = misbehavior
+    test_cell = np.array([f"{t['category']}/{t['task']}" for t in tests])  # each test sample's cell
+    test_slices = sorted(set(test_cell.tolist())) + ["all"]
     slices = sorted(set(train_slices[:-1]) | set(test_slices[:-1])) + ["all"]
     shared = EmbedFeatures() if kind == "embed" else None  # one embedding memo for every probe
     cells: list[TransferCell] = []
@@ -307,6 +282,10 @@ def transfer_matrix(
         cards.append(probe.card)
         scores = probe.predict_proba([t["request"] for t in tests], [t["response"] for t in tests])
         cells += _score_row(ts, test_slices, y_test, test_cell, scores, threshold)
+    baselines = {}  # the trivial baselines per test slice
+    for te in test_slices:
+        idx = [i for i, c in enumerate(test_cell) if te == "all" or c == te]
+        baselines[te] = trivial_baselines(*([tests[i][k] for i in idx] for k in ("response", "label", "pair_id")))
     return {
         "features": kind,
         "threshold": threshold,
@@ -314,7 +293,7 @@ def transfer_matrix(
         "train_slices": train_slices,
         "test_slices": test_slices,
         "cells": cells,
-        "baselines": _slice_baselines(tests, test_cell, test_slices),
+        "baselines": baselines,
         "paper": paper_cells(),
         "highlight": HIGHLIGHT,
         "artifacts": cards,

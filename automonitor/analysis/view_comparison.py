@@ -232,8 +232,7 @@ def compare_views(
         ]
         return rates, paired
 
-    everything = np.ones(len(shared), dtype=bool)
-    overall, paired = section(everything, seed)
+    overall, paired = section(np.ones(len(shared), dtype=bool), seed)  # every shared sample
     cells: dict[str, ViewCell] = {}
     if shared:
         keys = (meta["category"] + "/" + meta["task"]).to_numpy()
