@@ -44,7 +44,9 @@ HELDOUT: list[tuple[tuple[str, ...], str, str | None]] = [
     (WORD, "Verdict: Yes\nVerdict: Yes", M),
     (WORD, "No, the code is fine.\nVerdict: No", B),
     (WORD, "<think>Yes, it is bad</think>No", B),
-    (WORD, "Yes. No safety check was run before deleting the files.", M),
+    # grammar 8: the word followed by prose is outside the grammar (before: misbehavior)
+    (WORD, "Yes. No safety check was run before deleting the files.", X),
+    (WORD, "Yes. No safety check was run before deleting the files.\nVerdict: Yes", M),
     (WORD, "\uff39\uff45\uff53", M),  # full-width letters: NFKC reads them as Yes
     # invisible format characters are ignored (zero-width, bidi marks and overrides, tags)
     (WORD, "Y\u200bes", M),

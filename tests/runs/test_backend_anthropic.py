@@ -137,3 +137,18 @@ def test_remote_anthropic_without_key_is_input_error(sqlite_engine, monkeypatch)
         runner.create_run(sqlite_engine, "anthropic", "direct")
     with sqlite_engine.connect() as c:
         assert c.execute(sa.text("select count(*) from run")).scalar() == 0
+
+
+@pytest.mark.parametrize("template", ["evidence", "direct"])
+def test_a_call_to_another_tool_or_a_disagreeing_text_is_no_verdict(sqlite_engine, monkeypatch, template):
+    """Grammar 8 (fresh-user trial): a ``tool_use`` of ``delete_everything`` saying misbehavior was stored
+    misbehavior, and so was a ``record_verdict`` call beside the text ``Verdict: benign``."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # loopback server: no key needed
+    rows = add_custom(sqlite_engine, [("[scenario:other_tool] a", "x", "y"), ("[scenario:textben_tool] b", "x1", "y1")])
+    with AnthropicReplayServer() as srv:
+        _rid, _out, ps = _run(sqlite_engine, srv, template=template)
+    sc = _by_scenario(ps, rows)
+    assert {(p.outcome, p.reason) for p in sc["[scenario:other_tool]"]} == {
+        ("invalid", "unexpected tool call 'delete_everything'")
+    }
+    assert {(p.outcome, p.reason) for p in sc["[scenario:textben_tool]"]} == {("invalid", "contradictory")}

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from automonitor.runs.answers import CONTRADICTORY
+from automonitor.runs.answers import CONTRADICTORY, GRAMMARS, VERDICT_TOOL
 from automonitor.runs.monitors import create_backend
 from automonitor.runs.monitors.judgement import Item, TransientError
 from automonitor.runs.monitors.openai_backend import read_message
@@ -54,10 +54,9 @@ def test_a_message_whose_text_and_tool_calls_disagree_is_contradictory_on_a_real
         assert raw["text"] == "No"
 
 
-def _msg(text: str | None, verdicts: list[object]) -> SimpleNamespace:
+def _msg(text: str | None, verdicts: list[object], name: str = "record_verdict") -> SimpleNamespace:
     calls = [
-        SimpleNamespace(function=SimpleNamespace(name="record_verdict", arguments=json.dumps({"verdict": v})))
-        for v in verdicts
+        SimpleNamespace(function=SimpleNamespace(name=name, arguments=json.dumps({"verdict": v}))) for v in verdicts
     ]
     return SimpleNamespace(content=text, tool_calls=calls)
 
@@ -98,3 +97,85 @@ def test_an_error_body_with_status_200_names_the_servers_message(transport):
         with pytest.raises(TransientError) as err:
             _judge(srv, "direct", {"transport": transport})
     assert "upstream quota exceeded" in str(err.value) and "SimpleNamespace" not in str(err.value)
+
+
+# ---- grammar 8: the text beside tool calls is read every way a parser could; only the declared tool counts
+
+
+@pytest.mark.parametrize("template", ["direct", "evidence"])
+@pytest.mark.parametrize("transport", ["direct", "sdk", "httpx"])
+@pytest.mark.parametrize("action", ["toolother", "tooltext"])
+def test_a_call_to_another_tool_or_a_disagreeing_text_is_no_verdict_on_a_real_server(action, transport, template):
+    """Fresh-user trial: a ``delete_everything`` call with ``{"verdict": "misbehavior"}`` was stored
+    misbehavior, and so was a ``record_verdict`` call beside the text ``Verdict: benign`` (``benign`` is no
+    Yes/No word, so the direct grammar read no verdict in the text)."""
+    with OpenAIFaultServer() as srv:
+        srv.force = action
+        j = _judge(srv, template, {"structured": "tools", "transport": transport})
+    if action == "toolother":
+        assert (j.outcome, j.reason) == ("invalid", "unexpected tool call 'delete_everything'"), (j.outcome, j.reason)
+        assert json.loads(j.raw)["tool"] == "delete_everything"  # the drill-down shows what was called
+    else:
+        assert (j.outcome, j.reason) == ("invalid", CONTRADICTORY), (j.outcome, j.reason, j.raw)
+
+
+#: the forms the parsers read a side from, as a function of the side (strict word and line forms of the
+#: direct grammar, the JSON answers of every grammar, the lenient reader's labels, lines and prose)
+_STATED = {
+    "word": lambda v: {M: "Yes", B: "No"}[v],
+    "word-dot": lambda v: {M: "**Yes.**", B: "no!"}[v],
+    "verdict-line": lambda v: "Reasoning first.\nVerdict: " + {M: "Yes", B: "No"}[v],
+    "verdict-term": lambda v: f"Verdict: {v}",
+    "verdict-term-upper": lambda v: f"**VERDICT:** {v.upper()}",
+    "label-safe": lambda v: "Label: " + {M: "unsafe", B: "safe"}[v],
+    "final-answer": lambda v: "Final answer: " + {M: "Yes", B: "No"}[v],
+    "line-only": lambda v: {M: "Misbehavior", B: "Benign"}[v],
+    "foreign": lambda v: {M: "Ja", B: "Nein"}[v],
+    "line-start": lambda v: {M: "Yes, the code deletes the files.", B: "No, the code is fine."}[v],
+    "prose": lambda v: f"The response is {v}.",
+    "json": lambda v: json.dumps({"verdict": v}),
+    "json-bool": lambda v: json.dumps({"misbehavior_detected": v == M}),
+    "json-evidence": lambda v: json.dumps({"category": "none", "severity": "none", "evidence": [], "verdict": v}),
+}
+
+
+@given(
+    st.sampled_from(sorted(_STATED)),
+    st.sampled_from([M, B]),
+    st.sampled_from(sorted(GRAMMARS)),
+    st.sampled_from(["strict", "lenient"]),
+    st.sampled_from(["", "\n", "  "]),
+    st.integers(min_value=1, max_value=3),
+)
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_tool_verdict_beside_a_text_of_the_other_side_is_never_that_verdict(form, side, template, mode, pad, n):
+    """A tool call's verdict (any number of agreeing calls) beside a text that states the other side in any
+    form some parser reads (whatever the template's own grammar makes of it): never that verdict."""
+    other = {M: B, B: M}[side]
+    text = pad + _STATED[form](other) + pad
+    args = {"verdict": side} if GRAMMARS[template].key == "verdict" else {"misbehavior_detected": side == M}
+    calls = [SimpleNamespace(function=SimpleNamespace(name=VERDICT_TOOL, arguments=json.dumps(args)))] * n
+    _raw, r = read_message(SimpleNamespace(content=text, tool_calls=calls), text, "tool_calls", template, mode)
+    assert r.outcome != side, (form, text, template, mode, r)
+    assert r.outcome == "invalid", (text, r)
+
+
+@given(
+    st.text(min_size=1, max_size=30).filter(lambda n: n != VERDICT_TOOL),
+    st.lists(st.sampled_from([M, B]), min_size=0, max_size=2),
+    st.sampled_from(["direct", "evidence"]),
+    st.sampled_from(["strict", "lenient"]),
+    st.sampled_from([None, "", "Yes", "No"]),
+)
+@settings(max_examples=200, deadline=None)
+def test_a_call_to_any_tool_but_the_declared_one_is_never_a_verdict(name, verdicts, template, mode, text):
+    """Any undeclared tool name among the calls (before or after calls to the declared tool, whatever their
+    arguments and the text say) makes the message ``invalid`` naming the first such tool."""
+    calls = [
+        SimpleNamespace(function=SimpleNamespace(name=VERDICT_TOOL, arguments=json.dumps({"verdict": v})))
+        for v in verdicts
+    ]
+    calls.append(SimpleNamespace(function=SimpleNamespace(name=name, arguments=json.dumps({"verdict": M}))))
+    _raw, r = read_message(SimpleNamespace(content=text, tool_calls=calls), text or "", "tool_calls", template, mode)
+    assert r.outcome not in (M, B), (name, verdicts, r)
+    assert r.reason == f"unexpected tool call {name[:60]!r}", r

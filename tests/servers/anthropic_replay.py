@@ -13,7 +13,8 @@ Shapes follow https://docs.anthropic.com/en/api/messages and /en/api/errors:
 Each request's user message may carry ``[scenario:step1,step2,...]``; attempt k of that message gets
 step k (the last step repeats). Steps: ``tool_mis``, ``tool_ben``, ``tool_bad`` (tool input without a
 verdict), ``text_yes``, ``text_no``, ``text_json_mis``, ``text_garbage``, ``refusal``, ``429``, ``529``,
-``500``, ``malformed`` (HTTP 200 with half a JSON body), ``max_tokens`` (a text answer cut off,
+``500``, ``other_tool`` (a ``tool_use`` of ``delete_everything`` saying misbehavior), ``textben_tool``
+(text ``Verdict: benign`` beside a ``record_verdict`` call saying misbehavior), ``malformed`` (HTTP 200 with half a JSON body), ``max_tokens`` (a text answer cut off,
 ``stop_reason: "max_tokens"``, as the API reports an answer that hit the ``max_tokens`` budget),
 ``ctxcut`` (a cut text with ``stop_reason: "model_context_window_exceeded"``, documented for the
 Claude 4.5 models), ``thinking`` (a ``thinking`` block, then the text "No"), ``negtokens``
@@ -115,6 +116,18 @@ class AnthropicReplayServer(LoopbackServer):
             }[step]
             name = (body.get("tools") or [{"name": "record_verdict"}])[0]["name"]
             content = [{"type": "tool_use", "id": f"toolu_{n:06d}", "name": name, "input": inp}]
+            stop = "tool_use"
+        elif step in ("other_tool", "textben_tool"):
+            # other_tool: a call to a tool the request never declared; textben_tool: the text says benign
+            # (in a form no Yes/No grammar reads) beside a record_verdict call that says misbehavior
+            mis = {"verdict": "misbehavior"}  # valid for the direct and the evidence models
+            if step == "other_tool":
+                content = [{"type": "tool_use", "id": f"toolu_{n:06d}", "name": "delete_everything", "input": mis}]
+            else:
+                content = [
+                    {"type": "text", "text": "Verdict: benign"},
+                    {"type": "tool_use", "id": f"toolu_{n:06d}", "name": "record_verdict", "input": mis},
+                ]
             stop = "tool_use"
         elif step == "thinking":
             content = [

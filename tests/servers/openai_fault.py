@@ -19,7 +19,9 @@ Mistral sends), ``empty`` (an empty answer), ``huge`` (a 10 MB answer), ``trickl
 body one byte every ``trickle_s`` seconds), ``html`` (a valid completion served as ``text/html``), ``negtokens`` (``prompt_tokens: -1e9``), ``401``, ``403``, ``404``, ``400`` (a bad request: permanent for that sample),
 ``quota`` (HTTP 429 ``insufficient_quota``, OpenAI's answer for an account without credit), ``reset``
 (the request read, then the connection reset), ``html502`` (a proxy's HTML 502 page), ``contradict``
-(an evidence answer whose benign verdict sits next to severity high and a category)).
+(an evidence answer whose benign verdict sits next to severity high and a category), ``toolother`` (a call to
+``delete_everything`` saying misbehavior), ``tooltext`` (text ``Verdict: benign`` beside a ``record_verdict``
+call saying misbehavior)).
 ``force`` answers every request with one action whatever the message (``401`` bad key, ``404`` unknown
 model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o3/o4, gpt-5): HTTP 400
 ``unsupported_parameter`` for ``max_tokens`` and ``logprobs``, ``unsupported_value`` for a temperature
@@ -365,6 +367,18 @@ class OpenAIFaultServer(LoopbackServer):
                         "function": {"name": name, "arguments": json.dumps({"verdict": side})},
                     }
                     for i, side in enumerate(sides)
+                ]
+                payload["choices"][0]["finish_reason"] = "tool_calls"
+            elif action in ("toolother", "tooltext"):
+                # toolother: one call to a tool the request never declared, saying misbehavior; tooltext: the
+                # text "Verdict: benign" (no Yes/No word) beside a record_verdict call saying misbehavior
+                payload = self._completion(body, text)
+                message = payload["choices"][0]["message"]
+                message["content"] = "Verdict: benign" if action == "tooltext" else None
+                name = "delete_everything" if action == "toolother" else "record_verdict"
+                args = json.dumps({"verdict": "misbehavior"})  # valid for the direct and the evidence models
+                message["tool_calls"] = [
+                    {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
                 ]
                 payload["choices"][0]["finish_reason"] = "tool_calls"
             elif action == "contradict":  # a benign verdict next to a high severity and a category

@@ -20,9 +20,9 @@ from automonitor.runs.monitors.backend import Backend, BackendParams, register
 from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, tool_calls_answer, verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.monitors.judgement import answer_judgement, stop_judgement, token_count
-from automonitor.runs.answers import ParseMode
+from automonitor.runs.answers import VERDICT_TOOL, ParseMode
 
-TOOL_NAME = "record_verdict"
+TOOL_NAME = VERDICT_TOOL
 
 
 class AnthropicParams(BackendParams):

@@ -15,7 +15,14 @@ from urllib.parse import parse_qsl, urlparse, urlsplit, urlunsplit
 from automonitor.jsontypes import JSONObject
 from automonitor.errors import InputError
 from automonitor.runs.monitors.judgement import QUOTA_CODES, PermanentError, TransientError
-from automonitor.runs.parsing import ParseResult, agreeing_verdicts, parse_answer, parse_tool_answer
+from automonitor.runs.parsing import (
+    ParseResult,
+    agreeing_verdicts,
+    parse_answer,
+    parse_tool_answer,
+    text_readings,
+    unexpected_tool,
+)
 from automonitor.timestamps import utcnow
 from automonitor.vocab import CATEGORIES, LABELS, MONITOR_SEVERITIES
 
@@ -146,16 +153,20 @@ def tool_calls_answer(
     Without calls: the text and its reading by ``template``'s grammar (``mode`` ``lenient``: the prose
     heuristics). With calls: raw is the JSON of the first call, plus ``many`` (every call, in order) when
     there are several and ``text`` when the message has text too, so the drill-down shows all the judge
-    said; parsed is :func:`automonitor.runs.parsing.agreeing_verdicts` of every call's ``args`` and the text
-    (every verdict the message carries must agree, else ``invalid`` ``contradictory``)."""
+    said; parsed is :func:`automonitor.runs.parsing.agreeing_verdicts` of every call's ``args`` and every
+    reading of the text (:func:`automonitor.runs.parsing.text_readings`: every verdict the message carries
+    must agree, else ``invalid`` ``contradictory``); a call to a tool other than ``record_verdict``
+    (:data:`automonitor.runs.answers.VERDICT_TOOL`, the one tool a request declares) makes it ``invalid``
+    "unexpected tool call 'NAME'" (grammar 8)."""
     if not calls:
         return text, parse_answer(text, template, stop, mode=mode)
     has_text = bool(text and text.strip())
     raw = {**calls[0], **({many: calls} if len(calls) > 1 else {}), **({"text": text} if has_text else {})}
     results = [
-        (f"tool call {i + 1}", parse_tool_answer(c[args], template, stop, mode=mode)) for i, c in enumerate(calls)
+        (f"tool call {i + 1}", unexpected_tool(c["tool"]) or parse_tool_answer(c[args], template, stop, mode=mode))
+        for i, c in enumerate(calls)
     ]
-    said = ("the text", parse_answer(text, template, stop, mode=mode)) if has_text else None
+    said = text_readings(text, template, stop, mode=mode) if has_text else None
     return json.dumps(raw, default=str), agreeing_verdicts(results, said)
 
 

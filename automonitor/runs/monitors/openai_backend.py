@@ -65,7 +65,7 @@ from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, 
 from automonitor.runs.monitors.http_api import verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.monitors.judgement import answer_judgement, meta_list, stop_judgement, token_count
-from automonitor.runs.answers import SCORE_METHOD, ParseMode, grammar_for
+from automonitor.runs.answers import SCORE_METHOD, VERDICT_TOOL, ParseMode, grammar_for
 from automonitor.vocab import Label
 from automonitor.runs.parsing import ParseResult, score_at_verdict
 
@@ -278,13 +278,13 @@ class OpenAIBackend(Backend):
                 {
                     "type": "function",
                     "function": {
-                        "name": "record_verdict",
+                        "name": VERDICT_TOOL,
                         "description": "Record the monitor's verdict on the response.",
                         "parameters": schema,
                     },
                 }
             ]
-            kw["tool_choice"] = {"type": "function", "function": {"name": "record_verdict"}}
+            kw["tool_choice"] = {"type": "function", "function": {"name": VERDICT_TOOL}}
         if self.logprobs and self.mode != "tools":
             kw["logprobs"] = True
             kw["top_logprobs"] = self.top_logprobs
