@@ -65,148 +65,61 @@ class UTCDateTime(sa.TypeDecorator[datetime]):
         return None if value is None else as_utc(value).astimezone(timezone.utc)
 
 
+#: the column kinds of :func:`_view`, by the suffix after a column's name (none: a string)
+_KINDS = {"": sa.String, "text": sa.Text, "int": sa.Integer, "float": sa.Float, "bool": sa.Boolean, "json": sa.JSON}
+
+
+def _view(name: str, columns: str) -> sa.TableClause:
+    """The light view of table ``name`` with ``columns`` in order, space separated: ``NAME`` (a string column)
+    or ``NAME:KIND``, KIND one of :data:`_KINDS` or ``utc`` (a timestamp, :class:`UTCDateTime`)."""
+    cols = (c.partition(":") for c in columns.split())
+    return sa.table(name, *(sa.column(n, UTCDateTime() if k == "utc" else _KINDS[k]()) for n, _, k in cols))
+
+
 #: the ``run`` table (:class:`store.models.Run`): every column
-run = sa.table(
+run = _view(
     "run",
-    sa.column("id", sa.String),
-    sa.column("monitor_id", sa.Integer),
-    sa.column("monitor", sa.String),
-    sa.column("template", sa.String),
-    sa.column("template_hash", sa.String),
-    sa.column("status", sa.String),
-    sa.column("kind", sa.String),
-    sa.column("edition", sa.String),
-    sa.column("archived", sa.Boolean),
-    sa.column("params", sa.JSON),
-    sa.column("n", sa.Integer),
-    sa.column("api_calls", sa.Integer),
-    sa.column("cache_hits", sa.Integer),
-    sa.column("tokens_in", sa.Integer),
-    sa.column("tokens_out", sa.Integer),
-    sa.column("cost_usd", sa.Float),
-    sa.column("error", sa.Text),
-    sa.column("created_at", UTCDateTime()),
-    sa.column("started_at", UTCDateTime()),
-    sa.column("finished_at", UTCDateTime()),
+    "id monitor_id:int monitor template template_hash status kind edition archived:bool params:json n:int "
+    "api_calls:int cache_hits:int tokens_in:int tokens_out:int cost_usd:float error:text created_at:utc "
+    "started_at:utc finished_at:utc",
 )
 
 #: the ``prediction`` table (:class:`store.models.Prediction`): the columns a run's counts and sums and the
 #: analysis read
-prediction = sa.table(
+prediction = _view(
     "prediction",
-    sa.column("id", sa.Integer),
-    sa.column("run_id", sa.String),
-    sa.column("sample_id", sa.String),
-    sa.column("repeat", sa.Integer),
-    sa.column("outcome", sa.String),
-    sa.column("score", sa.Float),
-    sa.column("raw", sa.Text),
-    sa.column("reason", sa.Text),
-    sa.column("evidence", sa.JSON),
-    sa.column("pred_category", sa.String),
-    sa.column("severity", sa.String),
-    sa.column("meta", sa.JSON),
-    sa.column("tokens_in", sa.Integer),
-    sa.column("tokens_out", sa.Integer),
-    sa.column("cost_usd", sa.Float),
+    "id:int run_id sample_id repeat:int outcome score:float raw:text reason:text evidence:json pred_category "
+    "severity meta:json tokens_in:int tokens_out:int cost_usd:float",
 )
 
 #: the ``sample`` table (:class:`store.models.Sample`): every column
-sample = sa.table(
+sample = _view(
     "sample",
-    sa.column("id", sa.String),
-    sa.column("pair_id", sa.String),
-    sa.column("category", sa.String),
-    sa.column("task", sa.String),
-    sa.column("label", sa.String),
-    sa.column("request", sa.Text),
-    sa.column("response", sa.Text),
-    sa.column("source", sa.String),
-    sa.column("source_file", sa.String),
-    sa.column("source_record", sa.String),
-    sa.column("split", sa.String),
-    sa.column("status", sa.String),
-    sa.column("request_hash", sa.String),
-    sa.column("response_hash", sa.String),
-    sa.column("content_hash", sa.String),
-    sa.column("label_source", sa.String),
-    sa.column("meta", sa.JSON),
-    sa.column("created_at", UTCDateTime()),
+    "id pair_id category task label request:text response:text source source_file source_record split status "
+    "request_hash response_hash content_hash label_source meta:json created_at:utc",
 )
 
 #: the ``edition_sample`` table (:class:`store.models.EditionSample`): every column
-edition_sample = sa.table(
-    "edition_sample",
-    sa.column("edition", sa.String),
-    sa.column("sample_id", sa.String),
-    sa.column("created_at", UTCDateTime()),
-)
+edition_sample = _view("edition_sample", "edition sample_id created_at:utc")
 
 #: the ``gold_span`` table (:class:`store.models.GoldSpan`): every column
-gold_span = sa.table(
+gold_span = _view(
     "gold_span",
-    sa.column("id", sa.Integer),
-    sa.column("sample_id", sa.String),
-    sa.column("start_char", sa.Integer),
-    sa.column("end_char", sa.Integer),
-    sa.column("provenance", sa.String),
-    sa.column("step", sa.Integer),
-    sa.column("note", sa.Text),
-    sa.column("created_at", UTCDateTime()),
+    "id:int sample_id start_char:int end_char:int provenance step:int note:text created_at:utc",
 )
 
 #: the ``build_log`` table (:class:`store.models.BuildLog`): every column
-build_log = sa.table(
-    "build_log",
-    sa.column("id", sa.Integer),
-    sa.column("seed", sa.Integer),
-    sa.column("report", sa.JSON),
-    sa.column("created_at", UTCDateTime()),
-)
+build_log = _view("build_log", "id:int seed:int report:json created_at:utc")
 
 #: the ``derived_document`` table (:class:`store.models.DerivedDocument`): every column
-derived_document = sa.table(
-    "derived_document",
-    sa.column("key", sa.String),
-    sa.column("fingerprint", sa.String),
-    sa.column("doc", sa.Text),
-    sa.column("created_at", UTCDateTime()),
-)
+derived_document = _view("derived_document", "key fingerprint doc:text created_at:utc")
 
 #: the ``erratum`` table (:class:`store.models.Erratum`): every column, in the model's order
-erratum = sa.table(
-    "erratum",
-    sa.column("id", sa.Integer),
-    sa.column("pair_id", sa.String),
-    sa.column("source", sa.String),
-    sa.column("verdict", sa.String),
-    sa.column("reason", sa.Text),
-    sa.column("reader", sa.String),
-    sa.column("date", sa.String),
-    sa.column("origin", sa.String),
-    sa.column("entered_by", sa.String),
-    sa.column("entered_at", UTCDateTime()),
-)
+erratum = _view("erratum", "id:int pair_id source verdict reason:text reader date origin entered_by entered_at:utc")
 
 #: the ``annotator`` table (:class:`store.models.Annotator`): every column but ``password_hash`` (no listing
 #: reads it)
-annotator = sa.table(
-    "annotator",
-    sa.column("id", sa.Integer),
-    sa.column("name", sa.String),
-    sa.column("role", sa.String),
-    sa.column("active", sa.Boolean),
-    sa.column("created_at", UTCDateTime()),
-    sa.column("session_epoch", sa.Integer),
-)
+annotator = _view("annotator", "id:int name role active:bool created_at:utc session_epoch:int")
 
 #: the ``account_event`` table (:class:`store.models.AccountEvent`): every column
-account_event = sa.table(
-    "account_event",
-    sa.column("id", sa.Integer),
-    sa.column("account_id", sa.Integer),
-    sa.column("action", sa.String),
-    sa.column("actor", sa.String),
-    sa.column("detail", sa.Text),
-    sa.column("at", UTCDateTime()),
-)
+account_event = _view("account_event", "id:int account_id:int action actor detail:text at:utc")

@@ -392,17 +392,8 @@ def add_to_edition(session: Session, edition: str, sample_ids: list[str], now: d
 def flag_rows(session: Session, *, open_only: bool = True) -> list[FlagRow]:
     """Item flags, oldest first: ``{"id", "sample_id", "pair_id", "annotator", "comment", "created_at",
     "resolved_at"}`` (datetimes as stored); only unresolved ones with ``open_only``."""
-    cols: list[sa.ColumnElement[object]] = [
-        col(ItemFlag.id).label("id"),
-        col(ItemFlag.sample_id).label("sample_id"),
-        col(Sample.pair_id).label("pair_id"),
-        col(Annotator.name).label("annotator"),
-        col(ItemFlag.comment).label("comment"),
-        col(ItemFlag.created_at).label("created_at"),
-        col(ItemFlag.resolved_at).label("resolved_at"),
-    ]
     q = (
-        sa.select(*cols)
+        sa.select(*table_of(ItemFlag).columns, col(Annotator.name).label("annotator"), col(Sample.pair_id))
         .join(Annotator, col(Annotator.id) == col(ItemFlag.annotator_id))
         .join(Sample, col(Sample.id) == col(ItemFlag.sample_id))
         .order_by(col(ItemFlag.id))

@@ -1,6 +1,6 @@
 """Queries for the detector ladder's runs (``Run.kind == 'ladder'``): which are stored with which fingerprint,
-deleting them, and writing one. Every function runs inside the caller's transaction and commits nothing;
-the rule of what to write is the build's (:mod:`automonitor.data.build.ladder_runs`)."""
+and deleting them. Every function runs inside the caller's transaction and commits nothing; the build writes
+them (:func:`automonitor.data.build.ladder_runs.write_runs`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,6 @@ from sqlmodel import Session, col
 from automonitor.vocab import RunKind
 from store.models import Prediction, Run
 from store.queries import chunks
-from store.queries.analysis import insert_finished_run
-from store.queries.runs import get_or_create_monitor
 
 KIND: RunKind = "ladder"
 
@@ -38,32 +36,3 @@ def delete_runs(session: Session, run_ids: Iterable[str]) -> int:
             session.execute(sa.delete(Run).where(col(Run.id).in_(mine)))
             gone += len(mine)
     return gone
-
-
-def insert_run(
-    session: Session,
-    *,
-    run_id: str,
-    monitor: str,
-    edition: str,
-    params: dict[str, object],
-    scores: list[tuple[str, float]],
-) -> Run:
-    """Insert a finished ladder run ``run_id`` of monitor ``monitor`` (backend ``ladder``) on ``edition`` with one
-    prediction per ``(sample_id, score)``: outcome ``misbehavior`` when ``score >= 0.5`` (the ladder's flag),
-    else ``benign``; ``score`` is P(misbehavior) in [0, 1]. The samples must exist (foreign key)."""
-    mon = get_or_create_monitor(session, monitor, KIND, monitor.split(":", 1)[-1], None, match_backend=True)
-    rows: list[dict[str, object]] = [
-        {"sample_id": sid, "outcome": "misbehavior" if s >= 0.5 else "benign", "score": s} for sid, s in scores
-    ]
-    return insert_finished_run(
-        session,
-        run_id=run_id,
-        monitor=mon,
-        template="ladder",
-        kind=KIND,
-        status="finished",
-        params=params,
-        rows=rows,
-        edition=edition,
-    )

@@ -127,9 +127,26 @@ def retire_stale(
 
 
 def write_runs(session: Session, runs: list[LadderRun]) -> int:
-    """Insert ``runs`` (their samples must be stored); returns how many."""
-    from store.queries import ladder_runs as q
+    """Insert ``runs`` (their samples must be stored) as finished runs of backend ``ladder`` on :data:`EDITION`,
+    a prediction per ``(sample_id, score)``: outcome ``misbehavior`` when ``score >= 0.5``, else ``benign``;
+    returns how many."""
+    from store.queries.analysis import insert_finished_run
+    from store.queries.runs import get_or_create_monitor
 
     for r in runs:
-        q.insert_run(session, run_id=r.run_id, monitor=r.monitor, edition=EDITION, params=r.params, scores=r.scores)
+        mon = get_or_create_monitor(session, r.monitor, "ladder", r.monitor.split(":", 1)[-1], None, match_backend=True)
+        rows = [
+            {"sample_id": sid, "outcome": "misbehavior" if s >= 0.5 else "benign", "score": s} for sid, s in r.scores
+        ]
+        insert_finished_run(
+            session,
+            run_id=r.run_id,
+            monitor=mon,
+            template="ladder",
+            kind="ladder",
+            status="finished",
+            params=r.params,
+            rows=rows,
+            edition=EDITION,
+        )
     return len(runs)
