@@ -54,15 +54,10 @@ class PublicDecision(TypedDict):
     guideline_version: str
 
 
-class Decision(TypedDict):
-    """What :func:`adjudicate` recorded."""
+class Decision(PublicDecision):
+    """What :func:`adjudicate` recorded: the decision (here never ``None``) on item ``sample_id``."""
 
     sample_id: str
-    decision: str
-    note: str | None
-    adjudicator: str
-    created_at: str | None
-    guideline_version: str
 
 
 class AnnotatorLabel(TypedDict):
@@ -225,11 +220,11 @@ def _queue_entry(
         pair_id=sample["pair_id"],
         category=sample["category"],
         task=sample["task"],
+        reason=reason,
         source=sample["source"],
         intended_label=sample["label"],
         request=sample["request"],
         response=sample["response"],
-        reason=reason,
         labels=[
             QueueLabel(
                 annotator=r["annotator"] if reveal_names else f"Annotator {i + 1}",

@@ -477,10 +477,10 @@ def time_per_item(df: pd.DataFrame) -> dict[str, AnnotatorTime]:
 def compute_agreement(
     df: pd.DataFrame,
     *,
-    unsure: str = "category",
     n_boot: int = DEFAULT_BOOT,
     seed: int = DEFAULT_SEED,
     min_items: int = DEFAULT_MIN_ITEMS,
+    unsure: str = "category",
 ) -> AgreementDoc:
     """The full agreement document from a label table.
 

@@ -597,16 +597,11 @@ def _assign_session(
                 single=len(singles),
                 pair_spread=pair_spread,
                 pairs=len({it["pair_id"] for it in picked}),
-                by_category_task=_cell_counts(picked),
+                by_category_task=dict(sorted(Counter(f"{it['category']}/{it['task']}" for it in picked).items())),
             ),
         )
 
     return transaction(engine, work, actor=actor)
-
-
-def _cell_counts(items: list[CandidateItem]) -> dict[str, int]:
-    """``{"category/task": items}`` of a session's items."""
-    return dict(sorted(Counter(f"{it['category']}/{it['task']}" for it in items).items()))
 
 
 def unassign(

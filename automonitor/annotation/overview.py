@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TypedDict
+from dataclasses import asdict
+from typing import TypedDict, cast
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
 from automonitor.annotation.accounts import Account, require_admin
-from automonitor.annotation._common import transaction, label_spans
+from automonitor.annotation._common import label_from_row, transaction
 from automonitor.annotation.queries import assignment_rows, label_rows
-from automonitor.timestamps import iso_utc
+from store.queries.rowtypes import AssignmentRow, LabelRow
 
 
 class Progress(TypedDict):
@@ -83,36 +84,25 @@ def annotation_records(engine: Engine, actor: Account) -> list[AnnotationRecord]
     require_admin(actor)
 
     def work(s: Session) -> list[AnnotationRecord]:
-        asg = {(r["annotator"], r["sample_id"]): r for r in assignment_rows(s, actor)}
-        out: list[AnnotationRecord] = []
-        for r in label_rows(s, actor, with_sample=True):
-            a = asg.get((r["annotator"], r["sample_id"]))
-            out.append(
-                AnnotationRecord(
-                    annotator=r["annotator"],
-                    sample_id=r["sample_id"],
-                    label=r["label"],
-                    note=r["note"],
-                    category=r["category"],
-                    severity=r["severity"],
-                    evidence_start=r["evidence_start"],
-                    evidence_end=r["evidence_end"],
-                    evidence_text=r["evidence_text"],
-                    evidence_spans=[list(sp) for sp in label_spans(r)] or None,
-                    seconds_spent=r["seconds_spent"],
-                    guideline_version=r["guideline_version"],
-                    created_at=iso_utc(r["created_at"]),
-                    updated_at=iso_utc(r["updated_at"]),
-                    submitted_at=iso_utc(r["submitted_at"]),
-                    batch=a["batch"] if a is not None else None,
-                    position=a["position"] if a is not None else None,
-                    assignment_seed=a["seed"] if a is not None else None,
-                    pair_id=r["pair_id"],
-                    item_category=r["item_category"],
-                    task=r["task"],
-                    item_status=r["status"],
-                )
-            )
-        return out
+        asg = {(a["annotator"], a["sample_id"]): a for a in assignment_rows(s, actor)}
+        return [_record(r, asg.get((r["annotator"], r["sample_id"]))) for r in label_rows(s, actor, with_sample=True)]
 
     return transaction(engine, work, actor=actor)
+
+
+def _record(r: LabelRow, a: AssignmentRow | None) -> AnnotationRecord:
+    """The record of label row ``r`` (with its item's provenance) and its assignment ``a`` (``None``: none): the
+    :class:`~automonitor.annotation._common.Label` of ``r`` (spans as lists, ``None`` for none) with both
+    provenances, in :class:`AnnotationRecord`'s key order."""
+    label = asdict(label_from_row(r))
+    more = {
+        "evidence_spans": [list(sp) for sp in label["evidence_spans"]] or None,
+        "batch": a["batch"] if a else None,
+        "position": a["position"] if a else None,
+        "assignment_seed": a["seed"] if a else None,
+        "pair_id": r["pair_id"],
+        "item_category": r["item_category"],
+        "task": r["task"],
+        "item_status": r["status"],
+    }
+    return cast(AnnotationRecord, {k: more[k] if k in more else label[k] for k in AnnotationRecord.__annotations__})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from automonitor.errors import PermissionDenied
 from automonitor.timestamps import as_utc
@@ -18,8 +18,9 @@ from automonitor.vocab import ROLES
 from store.queries import account_list
 
 if TYPE_CHECKING:
-    from sqlalchemy.engine import Connection, Engine
+    from sqlalchemy.engine import Connection, Engine, Row
 
+    from store.models import Annotator
     from store.queries.rowtypes import LastEvent
 
 __all__ = [
@@ -73,21 +74,8 @@ def require_account(account: Account | None) -> Account:
     return account
 
 
-class StoredAccount(Protocol):
-    """What :func:`refuse_stale` reads of a stored ``annotator`` row (an ORM row or a Core row)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def active(self) -> bool: ...
-    @property
-    def session_epoch(self) -> int | None: ...
-
-
-def refuse_stale(account: Account, row: StoredAccount | None) -> None:
-    """Refuse ``account`` unless ``row`` (its stored ``annotator`` row, ``None`` when there is none) is a
+def refuse_stale(account: Account, row: Annotator | Row[int, str, str, bool, int] | None) -> None:
+    """Refuse ``account`` unless ``row`` (its stored ``annotator`` row, ORM or Core: ``None`` when there is none) is a
     current, active account with the same name and role; a login (an ``account`` with an ``epoch``) also once
     its sessions were ended (logout in any tab, password change, deactivation, an admin's end of sessions).
 

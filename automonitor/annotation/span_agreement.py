@@ -50,12 +50,6 @@ def span_f1(x: Iterable[tuple[int, int]], y: Iterable[tuple[int, int]]) -> float
 QUEUE_MISSING_SPANS_VAR = "AUTOMONITOR_QUEUE_MISSING_SPANS"
 
 
-def missing_span_disagrees() -> bool:
-    """Whether ``AUTOMONITOR_QUEUE_MISSING_SPANS`` is set to a true value (``1``, ``true``, ``yes``,
-    ``on``; case-insensitive): a missing span then counts as a span disagreement."""
-    return os.environ.get(QUEUE_MISSING_SPANS_VAR, "").strip().lower() in ("1", "true", "yes", "on")
-
-
 def unmarked_count(rows: Iterable[Mapping[str, object]]) -> int:
     """How many of an item's ``misbehavior`` label rows marked no span while another one did (0 when
     nobody marked a span: there is no span to miss)."""
@@ -70,8 +64,8 @@ def lowest_pair_f1(rows: Iterable[Mapping[str, object]], *, missing_disagrees: b
 
     A span is optional: an annotator who marked nothing is left out of the comparison (one annotator
     marked no span is not a disagreement on *where*). With ``missing_disagrees`` (default: the
-    ``AUTOMONITOR_QUEUE_MISSING_SPANS`` setting, :func:`missing_span_disagrees`) they count as an empty
-    span list instead, so F1 0 against one who marked a span."""
+    ``AUTOMONITOR_QUEUE_MISSING_SPANS`` setting: ``1``, ``true``, ``yes`` or ``on``, any case) they count as
+    an empty span list instead, so F1 0 against one who marked a span."""
     rows = list(rows)
     if len(rows) < 2 or any(r.get("label") != "misbehavior" for r in rows):
         return None
@@ -79,7 +73,7 @@ def lowest_pair_f1(rows: Iterable[Mapping[str, object]], *, missing_disagrees: b
     if not any(marks):
         return None
     if missing_disagrees is None:
-        missing_disagrees = missing_span_disagrees()
+        missing_disagrees = os.environ.get(QUEUE_MISSING_SPANS_VAR, "").strip().lower() in ("1", "true", "yes", "on")
     if not missing_disagrees:
         marks = [m for m in marks if m]
         if len(marks) < 2:
