@@ -37,3 +37,24 @@ def lazy_getattr(package: str, homes: Mapping[str, str], *, submodules: bool = F
         return value
 
     return __getattr__
+
+
+def type_checking_homes(init_file: str, package: str) -> dict[str, str]:
+    """The ``homes`` of :func:`lazy_getattr` as a package's ``__init__`` (the file ``init_file``) states them for
+    mypy and readers: ``{name: submodule}`` of each ``from <package>.<submodule> import name`` in its
+    ``if TYPE_CHECKING:`` block, so that each lazy name is written once.
+
+    Raises:
+        ValueError: a statement in that block is not an import from a submodule of ``package``.
+    """
+    import ast
+    from pathlib import Path
+
+    out: dict[str, str] = {}
+    for node in ast.parse(Path(init_file).read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for imp in node.body:
+                if not (isinstance(imp, ast.ImportFrom) and imp.module and imp.module.startswith(f"{package}.")):
+                    raise ValueError(f"{init_file}:{imp.lineno}: not an import from a submodule of {package}")
+                out |= dict.fromkeys((a.name for a in imp.names), imp.module.removeprefix(f"{package}."))
+    return out

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.lazy import lazy_getattr
+from automonitor.lazy import lazy_getattr, type_checking_homes
 
 if TYPE_CHECKING:
     from automonitor.analysis.assemble import analyze
@@ -44,15 +44,7 @@ if TYPE_CHECKING:
 
 #: Where each public name lives; imported on first use (PEP 562), so that importing one light submodule
 #: (``report_format``, ``report_schema``, ``report_cache``) does not import pandas, SciPy and the rest.
-_HOME = {
-    "analyze": "assemble",
-    "cell_samples": "drilldown",
-    "roc_frame": "drilldown",
-    "AnalysisOptions": "options",
-    "ReportOptions": "options",
-    **{name: "from_store" for name in ("predictions_frame", "report", "runs_frame")},
-    **{name: "plane_points" for name in ("reported_points", "run_points")},
-}
+_HOME = type_checking_homes(__file__, __name__)
 
 
 __getattr__ = lazy_getattr(__name__, _HOME)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.lazy import lazy_getattr
+from automonitor.lazy import lazy_getattr, type_checking_homes
 
 if TYPE_CHECKING:
     from automonitor.annotation._common import (
@@ -58,41 +58,10 @@ if TYPE_CHECKING:
     from automonitor.annotation.finalize import finalize_pairs, rejected_pairs
     from automonitor.annotation.flags import flag_item, item_flags, resolve_flag
 
-#: Where each public name lives; imported on first use (PEP 562), so that a command that needs one module
-#: (``users list``: the accounts) does not import the others' NumPy, krippendorff and the data sources.
-_HOME = {
-    **dict.fromkeys(
-        ("GUIDELINE_VERSION", "GUIDELINES", "SEVERITIES", "DECISIONS", "EVIDENCE_JOIN", "evidence_offsets", "Label"),
-        "_common",
-    ),
-    **dict.fromkeys(("AssignResult", "assign", "PAIR_RULE", "plan_rounds", "unassign"), "assignment"),
-    **dict.fromkeys(("my_queue", "get_item", "save_label", "my_progress", "submit_batch"), "labeling"),
-    **dict.fromkeys(("annotation_progress", "annotation_records"), "overview"),
-    **dict.fromkeys(
-        (
-            "records_to_text",
-            "ANNOTATION_EXPORT_COLUMNS",
-            "export_annotations",
-            "import_annotations",
-            "ADJUDICATION_EXPORT_COLUMNS",
-            "export_adjudications",
-        ),
-        "files",
-    ),
-    **dict.fromkeys(
-        (
-            "QUEUE_REASONS",
-            "SPAN_F1_THRESHOLD",
-            "adjudicate",
-            "adjudication_queue",
-            "adjudication_records",
-            "proposed_spans",
-        ),
-        "adjudication",
-    ),
-    **dict.fromkeys(("finalize_pairs", "rejected_pairs"), "finalize"),
-    **dict.fromkeys(("flag_item", "item_flags", "resolve_flag"), "flags"),
-}
+#: Where each public name lives (the imports above); imported on first use (PEP 562), so that a command that
+#: needs one module (``users list``: the accounts) does not import the others' NumPy, krippendorff and the data
+#: sources.
+_HOME = type_checking_homes(__file__, __name__)
 
 __getattr__ = lazy_getattr(__name__, _HOME)
 

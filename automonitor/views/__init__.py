@@ -56,7 +56,7 @@ from automonitor.views.honest_points import (
     small_runs_note,
     small_subset_note,
 )
-from automonitor.lazy import lazy_getattr
+from automonitor.lazy import lazy_getattr, type_checking_homes
 
 if TYPE_CHECKING:
     from automonitor.views.provenance import provenance_html, sample_errata
@@ -135,84 +135,10 @@ if TYPE_CHECKING:
         set_archived,
     )
 
-#: Where each public name lives; imported on first use (PEP 562): a page imports the modules it reads, not
+#: Where each public name lives (the imports above); imported on first use (PEP 562): a page imports the modules it reads, not
 #: every page's (the Trade-off page's first load no longer imports the samples browser, provenance and errata,
 #: markdown, evidence and the run views' helpers it does not draw).
-_HOME = {
-    **{name: "provenance" for name in ("provenance_html", "sample_errata")},
-    **{name: "markdown" for name in ("looks_like_code", "markdown_html")},
-    **{name: "cells" for name in ("cell", "display_frame", "is_numeric")},
-    "slice_column_order": "health",
-    **{name: "evidence" for name in ("ground_evidence", "highlight_html", "legend_html")},
-    **{
-        name: "figures"
-        for name in (
-            "VIEW_LINES_LABEL",
-            "roc_figure",
-            "tradeoff_figure",
-            "view_line_count",
-        )
-    },
-    **{
-        name: "overview"
-        for name in ("composition_figure", "composition_frame", "composition_pivot", "counts_by", "store_version")
-    },
-    **{
-        name: "runs"
-        for name in (
-            "DEMO_LOG",
-            "background_demo",
-            "generation_stats_frame",
-            "generation_steps_frame",
-            "history_table",
-            "runs_frame",
-        )
-    },
-    **{
-        name: "samples"
-        for name in (
-            "export_samples",
-            "sample_detail",
-            "sample_predictions",
-            "shown_responses",
-            "search_samples",
-        )
-    },
-    **{name: "run_labels" for name in ("active_runs_line", "run_full_label", "run_option_label")},
-    **{
-        name: "tradeoff"
-        for name in (
-            "CELL_TITLES",
-            "COST_COLUMNS",
-            "audit_badges_html",
-            "audit_editions",
-            "audit_flags_note",
-            "edition_audit_flags",
-            "difficulty_rows",
-            "operating_point_row",
-            "slice_runs_table",
-            "localisation_shares",
-            "tradeoff_points",
-            "TradeoffOptions",
-            "TradeoffSelection",
-            "tradeoff_selection",
-        )
-    },
-    **{
-        name: "browsing"
-        for name in (
-            "PAGE_SIZES",
-            "cell_table",
-            "diff_mode",
-            "disagreeing_samples",
-            "filter_cell",
-            "neighbours",
-            "pair_diff_html",
-            "run_choice",
-        )
-    },
-    **{name: "sample_sets" for name in ("sample_set_caption", "run_sample_sets", "identical_derived", "set_archived")},
-}
+_HOME = type_checking_homes(__file__, __name__)
 
 # a submodule too (``views.figures``): the eager imports this replaced made each one an attribute of the package
 __getattr__ = lazy_getattr(__name__, _HOME, submodules=True)

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.lazy import lazy_getattr
+from automonitor.lazy import lazy_getattr, type_checking_homes
 
 if TYPE_CHECKING:
     from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
@@ -59,19 +59,7 @@ if TYPE_CHECKING:
 
 #: Where each public name lives; imported on first use (PEP 562): reading a cached audit
 #: (:func:`cached_audit`) then imports neither scikit-learn nor the leakage checks.
-_HOME = {
-    **dict.fromkeys(("EDITIONS", "JACCARD", "TINY_DIFF_TOKENS"), "params"),
-    **dict.fromkeys(("audit_frame",), "document"),
-    **dict.fromkeys(
-        ("baselines_figure", "controls_figure", "flag_rule_text", "leakage_figure", "slices_table", "test_set_text"),
-        "figures",
-    ),
-    **dict.fromkeys(("cached_audit", "fingerprint", "keep_audits", "memo"), "cache"),
-    **dict.fromkeys(("check_edition", "load_samples", "run_audit"), "editions"),
-    **dict.fromkeys(("dialogue_turns", "near_duplicates", "shared_conversations", "tiny_diff_pairs"), "leakage"),
-    **dict.fromkeys(("markdown",), "report_md"),
-    **dict.fromkeys(("parse_final_letter", "parse_suggestion", "suggestion_score"), "suggestion"),
-}
+_HOME = type_checking_homes(__file__, __name__)
 
 
 __getattr__ = lazy_getattr(__name__, _HOME)
