@@ -62,9 +62,9 @@ with st.expander("Assign candidate items in rounds", expanded=False):
             limit = rc[0].number_input("Items in this round", 1, 100_000, 10, key=f"{PAGE}.assign_limit")
             overlap = rc[1].number_input(
                 "Overlap",
-                0.0,
-                1.0,
-                1.0,
+                min_value=0.0,
+                max_value=1.0,
+                value=1.0,
                 step=0.1,
                 key=f"{PAGE}.assign_overlap",
                 help="Share of the round's items every annotator labels; the rest is labelled once",

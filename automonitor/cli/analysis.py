@@ -9,7 +9,6 @@ import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import (
-    CliConsole,
     edition_choices,
     edition_text,
     emit_json,
@@ -257,6 +256,7 @@ def _print_rich(rep: Report, engine: Engine) -> None:
     import sys
 
     from automonitor.analysis import report_format
+    from automonitor.cli.common import CliConsole
 
     if not rep.runs:
         CliConsole(markup=False).print(

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,6 +12,12 @@ from automonitor.cli.common import emit_json, err_console, open_store
 
 if TYPE_CHECKING:
     from automonitor.runs.generation.summary import GenerationSummary
+
+# the options both recipes take
+GeneratorOpt = Annotated[str, typer.Option("--generator", help="BACKEND[:MODEL]: llamacpp, openai, anthropic")]
+BaseUrlOpt = Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible / Anthropic server URL")]
+RawOpt = Annotated[str | None, typer.Option("--raw", help="raw sources dir (default $AUTOMONITOR_RAW)")]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="concurrent generator calls")]
 
 generate_app = typer.Typer(
     help="Construct candidate pairs with a generator model (the paper's recipes).", no_args_is_help=True
@@ -45,15 +51,15 @@ def _run(json_out: bool, **spec: object) -> None:
 
 @generate_app.command("sycophancy")
 def generate_sycophancy(
-    generator: str = typer.Option(..., "--generator", help="BACKEND[:MODEL]: llamacpp, openai, anthropic"),
+    generator: GeneratorOpt,
     source: str = typer.Option(..., "--source", help="bct_truthfulqa_cues | turpin_bbh"),
     cue: str | None = typer.Option(None, "--cue", help="suggested_answer (default) | are_you_sure"),
     limit: int | None = typer.Option(None, "--limit", help="first N questions of the source"),
     samples_per_prompt: int = typer.Option(1, "--samples-per-prompt", help="cued answers sampled per question (K)"),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
+    base_url: BaseUrlOpt = None,
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="per answer (default 512)"),
-    raw: str | None = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
-    concurrency: int = typer.Option(4, "--concurrency", help="concurrent generator calls"),
+    raw: RawOpt = None,
+    concurrency: ConcurrencyOpt = 4,
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Counterfactual sycophancy filter: keep Q when the answer to Q is right and the answer to Q' = Q +
@@ -63,14 +69,14 @@ def generate_sycophancy(
 
 @generate_app.command("gaming")
 def generate_gaming(
-    generator: str = typer.Option(..., "--generator", help="BACKEND[:MODEL]: llamacpp, openai, anthropic"),
+    generator: GeneratorOpt,
     source: str = typer.Option(..., "--source", help="truthfulqa | humaneval | mbpp | dfir"),
     incentive: str = typer.Option(..., "--incentive", help="boss_bonus | author_notes | tests_only | word_count"),
     limit: int | None = typer.Option(None, "--limit", help="first N tasks of the source"),
-    base_url: str | None = typer.Option(None, "--base-url", help="OpenAI-compatible / Anthropic server URL"),
     max_tokens: int | None = typer.Option(None, "--max-tokens", help="per answer (default 768)"),
-    raw: str | None = typer.Option(None, "--raw", help="raw sources dir (default $AUTOMONITOR_RAW)"),
-    concurrency: int = typer.Option(4, "--concurrency", help="concurrent generator calls"),
+    base_url: BaseUrlOpt = None,
+    raw: RawOpt = None,
+    concurrency: ConcurrencyOpt = 4,
     json_out: bool = typer.Option(False, "--json"),
 ) -> None:
     """Incentive-injected specification gaming: answer each task with and without the incentive; keep

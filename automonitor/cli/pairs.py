@@ -68,25 +68,24 @@ def import_cmd(
         )
 
 
+SPLIT_HELP = (
+    "test | train | controls (the benign-only controls, for the report's controls FAR) | all (filters gold samples)."
+)
+CSV_MODE_HELP = (
+    "CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; import removes it) "
+    "| exact (verbatim, for other tools)."
+)
+
+
 @app.command("export")
 def export_cmd(
     file: str = typer.Argument(..., help="Output file; the format follows the extension."),
     fmt: str | None = typer.Option(None, "--format", help="jsonl | csv | parquet (default: from the extension)."),
-    split: str = typer.Option(
-        "test",
-        "--split",
-        help="test | train | controls (the benign-only controls, for the report's controls FAR) | all "
-        "(filters gold samples).",
-    ),
+    split: str = typer.Option("test", "--split", help=SPLIT_HELP),
     status: str = typer.Option("gold", "--status", help="gold | candidate | rejected | all."),
     edition: str = typer.Option("paper", "--edition", help=f"{edition_choices()} (gold test samples of that edition)."),
     label_source: str | None = typer.Option(None, "--label-source", help="Only samples with this label provenance."),
-    csv_mode: str = typer.Option(
-        "safe",
-        "--csv-mode",
-        help="CSV cells: safe (a cell starting = + - @ tab CR gets a leading ', for spreadsheets; "
-        "import removes it) | exact (verbatim, for other tools).",
-    ),
+    csv_mode: str = typer.Option("safe", "--csv-mode", help=CSV_MODE_HELP),
     csv_exact: bool = typer.Option(False, "--csv-exact", help=CSV_EXACT_HELP),
     blind: bool = typer.Option(
         False,

@@ -45,6 +45,10 @@ def _parse_params(items: list[str] | None) -> dict[str, Any]:
 DEFAULT_RETRIES = 5
 
 
+RETRY_HELP = "with --retry-errors: also re-ask these unscored outcomes, comma-separated (invalid, refusal)"
+BATCH_HELP = "submit through the provider's batch API (openai, anthropic); --param batch_poll=SECONDS, batch_size=N"
+
+
 @app.command("run")
 def run_cmd(
     monitor: str | None = typer.Option(
@@ -80,16 +84,8 @@ def run_cmd(
     retry_errors: str | None = typer.Option(
         None, "--retry-errors", help="re-send exactly the error samples of RUN_ID (earlier attempts kept)"
     ),
-    retry: str | None = typer.Option(
-        None,
-        "--retry",
-        help="with --retry-errors: also re-ask these unscored outcomes, comma-separated (invalid, refusal)",
-    ),
-    batch: bool = typer.Option(
-        False,
-        "--batch",
-        help="submit through the provider's batch API (openai, anthropic); --param batch_poll=SECONDS, batch_size=N",
-    ),
+    retry: str | None = typer.Option(None, "--retry", help=RETRY_HELP),
+    batch: bool = typer.Option(False, "--batch", help=BATCH_HELP),
     view: str = typer.Option(
         "full",
         "--view",
