@@ -58,3 +58,17 @@ def type_checking_homes(init_file: str, package: str) -> dict[str, str]:
                     raise ValueError(f"{init_file}:{imp.lineno}: not an import from a submodule of {package}")
                 out |= dict.fromkeys((a.name for a in imp.names), imp.module.removeprefix(f"{package}."))
     return out
+
+
+def lazy_exports(
+    init_file: str, package: str, *, submodules: bool = False
+) -> tuple[dict[str, str], Callable[[str], object]]:
+    """What makes a package lazy, from its ``__init__`` (``init_file``): ``(homes, __getattr__)``, the
+    :func:`type_checking_homes` of its ``TYPE_CHECKING`` imports and the :func:`lazy_getattr` over them
+    (``submodules``: as there).
+
+    Raises:
+        ValueError: as :func:`type_checking_homes`.
+    """
+    homes = type_checking_homes(init_file, package)
+    return homes, lazy_getattr(package, homes, submodules=submodules)

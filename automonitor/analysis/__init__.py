@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.lazy import lazy_getattr, type_checking_homes
+from automonitor.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from automonitor.analysis.assemble import analyze
@@ -44,10 +44,7 @@ if TYPE_CHECKING:
 
 #: Where each public name lives; imported on first use (PEP 562), so that importing one light submodule
 #: (``report_format``, ``report_schema``, ``report_cache``) does not import pandas, SciPy and the rest.
-_HOME = type_checking_homes(__file__, __name__)
-
-
-__getattr__ = lazy_getattr(__name__, _HOME)
+_HOME, __getattr__ = lazy_exports(__file__, __name__)
 
 
 __all__ = list(_HOME)

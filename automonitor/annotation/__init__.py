@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.lazy import lazy_getattr, type_checking_homes
+from automonitor.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from automonitor.annotation._common import (
@@ -61,8 +61,6 @@ if TYPE_CHECKING:
 #: Where each public name lives (the imports above); imported on first use (PEP 562), so that a command that
 #: needs one module (``users list``: the accounts) does not import the others' NumPy, krippendorff and the data
 #: sources.
-_HOME = type_checking_homes(__file__, __name__)
-
-__getattr__ = lazy_getattr(__name__, _HOME)
+_HOME, __getattr__ = lazy_exports(__file__, __name__)
 
 __all__ = list(_HOME)

@@ -56,7 +56,7 @@ from automonitor.views.honest_points import (
     small_runs_note,
     small_subset_note,
 )
-from automonitor.lazy import lazy_getattr, type_checking_homes
+from automonitor.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from automonitor.views.provenance import provenance_html, sample_errata
@@ -135,13 +135,11 @@ if TYPE_CHECKING:
         set_archived,
     )
 
-#: Where each public name lives (the imports above); imported on first use (PEP 562): a page imports the modules it reads, not
-#: every page's (the Trade-off page's first load no longer imports the samples browser, provenance and errata,
-#: markdown, evidence and the run views' helpers it does not draw).
-_HOME = type_checking_homes(__file__, __name__)
-
-# a submodule too (``views.figures``): the eager imports this replaced made each one an attribute of the package
-__getattr__ = lazy_getattr(__name__, _HOME, submodules=True)
+#: Where each public name lives (the imports above); imported on first use (PEP 562): a page imports the modules
+#: it reads, not every page's (the Trade-off page's first load no longer imports the samples browser, provenance
+#: and errata, markdown, evidence and the run views' helpers it does not draw). Submodules too (``views.figures``):
+#: the eager imports this replaced made each one an attribute of the package.
+_HOME, __getattr__ = lazy_exports(__file__, __name__, submodules=True)
 
 
 #: the eager names above, then every lazy one

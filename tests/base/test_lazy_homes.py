@@ -1,4 +1,4 @@
-"""The lazily exporting packages (``automonitor.lazy.lazy_getattr``) name each public name three ways: a
+"""The lazily exporting packages (``automonitor.lazy.lazy_exports``) name each public name three ways: a
 ``TYPE_CHECKING`` import (what mypy and readers see), the ``_HOME`` map (what is imported on first use) and
 ``__all__`` (read from the map). The map must say what the imports say, name for
 name and module for module, and every lazy name ``__all__`` lists must be the object its home module defines."""
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-LAZY = [p for p in sorted((REPO / "automonitor").rglob("__init__.py")) if "lazy_getattr(" in p.read_text()]
+LAZY = [p for p in sorted((REPO / "automonitor").rglob("__init__.py")) if "lazy_exports(" in p.read_text()]
 
 
 def _package(path: Path) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.lazy import lazy_getattr, type_checking_homes
+from automonitor.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
@@ -59,10 +59,7 @@ if TYPE_CHECKING:
 
 #: Where each public name lives; imported on first use (PEP 562): reading a cached audit
 #: (:func:`cached_audit`) then imports neither scikit-learn nor the leakage checks.
-_HOME = type_checking_homes(__file__, __name__)
-
-
-__getattr__ = lazy_getattr(__name__, _HOME)
+_HOME, __getattr__ = lazy_exports(__file__, __name__)
 
 
 __all__ = [name for name in _HOME if name != "memo"]  # memo: for benchmarks/bench_audit.py only

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.lazy import lazy_getattr, type_checking_homes
+from automonitor.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from automonitor.data.build.config import (
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 #: Where each public name lives; imported on first use (PEP 562), so that a reader of one light submodule (the
 #: ladder's tier names for the views, say) does not import the whole build (its plan, sources and gates).
-_HOME = type_checking_homes(__file__, __name__)
-__getattr__ = lazy_getattr(__name__, _HOME)
+_HOME, __getattr__ = lazy_exports(__file__, __name__)
 
 __all__ = list(_HOME)
