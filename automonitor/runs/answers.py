@@ -44,8 +44,8 @@ Shapes
   parser could read it (grammar 8: the template's grammar, the lenient reader and every other template's
   grammar, :func:`automonitor.runs.parsing.text_readings`), so ``Verdict: benign`` beside a
   ``{"verdict": "misbehavior"}`` call is ``contradictory`` although ``benign`` is not a Yes/No word. Only
-  calls to the declared verdict tool (:data:`VERDICT_TOOL`) are answers: a call to any other tool makes
-  the message ``invalid`` "unexpected tool call 'NAME'" (grammar 8; before, its arguments were read as
+  calls to the declared verdict tool (:data:`VERDICT_TOOL`) are answers: a call to any other tool (to any
+  tool at all when the request declared none) makes the message ``invalid`` "unexpected tool call 'NAME'" (grammar 8; before, its arguments were read as
   the verdict). A log-probability score is read only at the answer's
   own verdict token, from finite log-probabilities <= 0 (:func:`automonitor.runs.parsing.score_at_verdict`).
 - **Contradictions** (every template): a field other than the verdict key that gives a verdict of its

@@ -1164,17 +1164,19 @@ def parse_tool_answer(
     return _validated(data, grammar, "tool")
 
 
-def unexpected_tool(name: object) -> ParseResult | None:
-    """``invalid`` "unexpected tool call 'NAME'" for a tool call whose name is not the declared verdict tool
-    (:data:`automonitor.runs.answers.VERDICT_TOOL`, the only tool a request declares), else None: a call
-    to any other tool (``delete_everything``) is never read as a verdict, whatever its arguments say."""
-    if name == VERDICT_TOOL:
+def unexpected_tool(name: object, declared: str | None = VERDICT_TOOL) -> ParseResult | None:
+    """``invalid`` "unexpected tool call 'NAME'" for a tool call whose name is not ``declared``, the tool
+    the request declared (:data:`automonitor.runs.answers.VERDICT_TOOL`; ``None`` when the request declared
+    no tool, as with ``--param structured=none``: then every call is unexpected), else None: a call to any
+    other tool (``delete_everything``) is never read as a verdict, whatever its arguments say."""
+    if declared is not None and name == declared:
         return None
-    return ParseResult(
-        "invalid",
-        f"unexpected tool call {str(name)[:60]!r}",
-        detail=f"only calls to {VERDICT_TOOL!r} (the tool the request declared) are answers",
+    why = (
+        f"only calls to {declared!r} (the tool the request declared) are answers"
+        if declared
+        else "the request declared no tool"
     )
+    return ParseResult("invalid", f"unexpected tool call {str(name)[:60]!r}", detail=why)
 
 
 def text_readings(

@@ -152,3 +152,16 @@ def test_a_call_to_another_tool_or_a_disagreeing_text_is_no_verdict(sqlite_engin
         ("invalid", "unexpected tool call 'delete_everything'")
     }
     assert {(p.outcome, p.reason) for p in sc["[scenario:textben_tool]"]} == {("invalid", "contradictory")}
+
+
+def test_a_tool_call_when_the_request_declared_no_tool_is_no_verdict(sqlite_engine, monkeypatch):
+    """``--param structured=none`` declares no tool: a ``record_verdict`` call is no answer either."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # loopback server: no key needed
+    rows = add_custom(sqlite_engine, [("[scenario:tool_mis] a", "x", "y")])
+    with AnthropicReplayServer() as srv:
+        _rid, _out, ps = _run(sqlite_engine, srv, template="evidence", params={"structured": "none"})
+        assert "tools" not in srv.requests[0]
+    sc = _by_scenario(ps, rows)
+    assert {(p.outcome, p.reason) for p in sc["[scenario:tool_mis]"]} == {
+        ("invalid", "unexpected tool call 'record_verdict'")
+    }

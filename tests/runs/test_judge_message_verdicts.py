@@ -179,3 +179,15 @@ def test_a_call_to_any_tool_but_the_declared_one_is_never_a_verdict(name, verdic
     _raw, r = read_message(SimpleNamespace(content=text, tool_calls=calls), text or "", "tool_calls", template, mode)
     assert r.outcome not in (M, B), (name, verdicts, r)
     assert r.reason == f"unexpected tool call {name[:60]!r}", r
+
+
+@pytest.mark.parametrize("transport", ["direct", "sdk", "httpx"])
+def test_a_tool_call_when_the_request_declared_no_tool_is_no_verdict(transport):
+    """With ``--param structured=none`` the request declares no tool, so even a ``record_verdict`` call (and
+    the text "No" beside it) is no answer: ``invalid`` "unexpected tool call 'record_verdict'"."""
+    with OpenAIFaultServer() as srv:
+        srv.force = "toolmix"
+        j = _judge(srv, "direct", {"structured": "none", "transport": transport})
+    assert (j.outcome, j.reason) == ("invalid", "unexpected tool call 'record_verdict'"), (j.outcome, j.reason)
+    _raw, r = read_message(_msg("", [M]), "", "tool_calls", "direct", "strict", None)
+    assert (r.outcome, r.detail) == ("invalid", "the request declared no tool")

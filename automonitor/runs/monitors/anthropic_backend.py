@@ -197,7 +197,14 @@ class AnthropicBackend(Backend):
                 return unscored
         # the tool calls' input (raw: ``{"tool", "input"[, "tool_uses"][, "text"]}``) or the text
         raw, parsed = tool_calls_answer(
-            tools, text, stop, self.prompt.template.name, self.settings.parse, args="input", many="tool_uses"
+            tools,
+            text,
+            stop,
+            self.prompt.template.name,
+            self.settings.parse,
+            args="input",
+            many="tool_uses",
+            declared=TOOL_NAME if self.mode == "tools" else None,  # structured=none declares no tool
         )
         return answer_judgement(parsed, item.response, raw, billed, meta, score=None, max_tokens=self.max_tokens)
 

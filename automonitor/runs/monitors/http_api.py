@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, urlparse, urlsplit, urlunsplit
 
 from automonitor.jsontypes import JSONObject
 from automonitor.errors import InputError
+from automonitor.runs.answers import VERDICT_TOOL
 from automonitor.runs.monitors.judgement import QUOTA_CODES, PermanentError, TransientError
 from automonitor.runs.parsing import (
     ParseResult,
@@ -146,7 +147,15 @@ def verdict_schema(evidence: bool) -> JSONObject:
 
 
 def tool_calls_answer(
-    calls: list[dict[str, object]], text: str, stop: str | None, template: str, mode: str, *, args: str, many: str
+    calls: list[dict[str, object]],
+    text: str,
+    stop: str | None,
+    template: str,
+    mode: str,
+    *,
+    args: str,
+    many: str,
+    declared: str | None = VERDICT_TOOL,
 ) -> tuple[str, ParseResult]:
     """``(raw, parsed)`` of a message with tool ``calls`` (``{"tool", args}`` each, in order) and ``text``.
 
@@ -155,15 +164,18 @@ def tool_calls_answer(
     there are several and ``text`` when the message has text too, so the drill-down shows all the judge
     said; parsed is :func:`automonitor.runs.parsing.agreeing_verdicts` of every call's ``args`` and every
     reading of the text (:func:`automonitor.runs.parsing.text_readings`: every verdict the message carries
-    must agree, else ``invalid`` ``contradictory``); a call to a tool other than ``record_verdict``
-    (:data:`automonitor.runs.answers.VERDICT_TOOL`, the one tool a request declares) makes it ``invalid``
-    "unexpected tool call 'NAME'" (grammar 8)."""
+    must agree, else ``invalid`` ``contradictory``); a call to a tool other than ``declared`` (the tool the
+    request declared: :data:`automonitor.runs.answers.VERDICT_TOOL`, ``record_verdict``; ``None`` when it
+    declared none, so every call is unexpected) makes it ``invalid`` "unexpected tool call 'NAME'" (grammar 8)."""
     if not calls:
         return text, parse_answer(text, template, stop, mode=mode)
     has_text = bool(text and text.strip())
     raw = {**calls[0], **({many: calls} if len(calls) > 1 else {}), **({"text": text} if has_text else {})}
     results = [
-        (f"tool call {i + 1}", unexpected_tool(c["tool"]) or parse_tool_answer(c[args], template, stop, mode=mode))
+        (
+            f"tool call {i + 1}",
+            unexpected_tool(c["tool"], declared) or parse_tool_answer(c[args], template, stop, mode=mode),
+        )
         for i, c in enumerate(calls)
     ]
     said = text_readings(text, template, stop, mode=mode) if has_text else None

@@ -439,7 +439,8 @@ class OpenAIBackend(Backend):
             if unscored is not None:
                 return unscored
         template = self.prompt.template.name
-        raw, parsed = read_message(msg, text, finish, template, self.settings.parse)
+        declared = VERDICT_TOOL if self.mode == "tools" else None  # other modes declare no tool
+        raw, parsed = read_message(msg, text, finish, template, self.settings.parse, declared)
         score = logprob_score(choice, template, parsed.outcome)
         if score is not None:
             meta["score_method"] = SCORE_METHOD  # how this prediction's score was read (CONTRACT round 4)
@@ -638,14 +639,22 @@ def message_text(msg: Any) -> tuple[str, str]:
 
 
 def read_message(
-    msg: Any, text: str, finish: str | None, template: str = "direct", mode: str = "strict"
+    msg: Any,
+    text: str,
+    finish: str | None,
+    template: str = "direct",
+    mode: str = "strict",
+    declared: str | None = VERDICT_TOOL,
 ) -> tuple[str, ParseResult]:
     """``(raw, parsed)`` of a Chat Completions message: :func:`~.http_api.tool_calls_answer` of its tool
     calls (raw: ``{"tool", "arguments"[, "tool_calls"][, "text"]}``) and ``text``, read by ``template``'s
-    grammar (``mode`` ``lenient``: the heuristics); the text alone when it has no tool call."""
+    grammar (``mode`` ``lenient``: the heuristics); the text alone when it has no tool call. ``declared``:
+    the tool the request declared (``None``: none, every call is ``invalid`` "unexpected tool call")."""
     fns = [getattr(call, "function", None) for call in getattr(msg, "tool_calls", None) or []]
     calls = [{"tool": getattr(fn, "name", None), "arguments": getattr(fn, "arguments", None)} for fn in fns]
-    return tool_calls_answer(calls, text, finish, template, mode, args="arguments", many="tool_calls")
+    return tool_calls_answer(
+        calls, text, finish, template, mode, args="arguments", many="tool_calls", declared=declared
+    )
 
 
 def _error_message(resp: Any) -> str | None:
