@@ -1268,7 +1268,7 @@ def verdict_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tupl
 
 def bare_word_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tuple[str, ...]]] | None:
     """:func:`verdict_position` of the commonest answer, one of the grammar's words alone (the answers
-    :func:`bare_word` reads: ASCII, at most 16 characters, blanks around it, one final ``.``): the
+    :func:`bare_word` reads: ASCII, at most 16 characters, blanks around it, one final ``.`` or ``!``): the
     index of its first non-blank character, found without the reasoning-tag and pattern scans; None
     for any other text (then :func:`verdict_position` decides). For such a text the full reading
     finds the same index: no reasoning tag, the word its first token."""
