@@ -123,8 +123,9 @@ else:
     _cell_button(r3[1], "unscored", "invalid / refusal / error")
     if invalid != "exclude":
         grid.caption(
-            f"Policy {invalid}: unscored outcomes are also counted as "
-            f"{'flags' if invalid == 'as-flag' else 'passes'} in the cells above."
+            f"Policy {invalid}: invalid and refusal outcomes are also counted as "
+            f"{'flags' if invalid == 'as-flag' else 'passes'} in the cells above; an error "
+            "(the judge never answered) is never a verdict."
         )
 
 # --- samples of the selected cell ------------------------------------------------------------------

@@ -66,7 +66,8 @@ invalid = f4.selectbox(
     "Unscored outcomes",
     vocab.INVALID_POLICIES,
     key=pol_key,
-    help="exclude: left out of MR/FAR; as-flag: count as a flag; as-miss: count as a pass",
+    help="invalid/refusal answers: exclude: left out of MR/FAR; as-flag: count as a flag; as-miss: count as a "
+    "pass. An error (the judge never answered) is always left out.",
 )
 with f5.popover("Options", width="stretch"):
     show_paper = st.toggle(

@@ -26,8 +26,8 @@ def cell_samples(
 
     Args:
         cell: ``tp`` | ``fn`` | ``fp`` | ``tn`` | ``unscored`` | ``pending``. Under ``as-flag``/``as-miss``
-            the unscored samples also appear in the cell the policy puts them in; ``unscored`` always
-            lists them.
+            the invalid/refusal samples also appear in the cell the policy puts them in (an ``error`` never
+            does: :func:`automonitor.analysis.metrics.policy_verdict`); ``unscored`` always lists them.
         category, task: optional filters.
     Returns:
         The :func:`predictions_frame` columns plus request, response and view, ordered by sample id: the

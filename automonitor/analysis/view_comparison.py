@@ -3,8 +3,9 @@
 
 For each group of runs with the same monitor, template and edition and at least two distinct views (the
 last run of each view in report order stands for it), :func:`compare_views` takes the **shared samples**:
-the test samples that every run of the group judged and scored (an unscored outcome leaves the sample out
-under the ``exclude`` policy, counts as a flag under ``as-flag`` and as a benign call under ``as-miss``).
+the test samples that every run of the group judged and scored (an ``invalid``/``refusal`` outcome leaves the
+sample out under the ``exclude`` policy, counts as a flag under ``as-flag`` and as a benign call under
+``as-miss``; an ``error`` always leaves it out: :func:`automonitor.analysis.metrics.policy_verdict`).
 On them it gives, per view, MR and FAR (Wilson 95% intervals), and for every two views A, B the paired
 statistics of :mod:`automonitor.analysis.paired`: McNemar's tests (caught by A vs by B on misbehavior
 samples, flagged by A vs by B on benign ones) and the pair-clustered bootstrap of the differences A - B
@@ -28,7 +29,7 @@ import pandas as pd
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.metrics import ConfusionRates
 from automonitor.analysis.paired import McNemarAbout
-from automonitor.vocab import NEGATIVE, POSITIVE, VIEWS
+from automonitor.vocab import OUTCOMES, POSITIVE, VIEWS
 
 Bools = npt.NDArray[np.bool_]
 Codes = npt.NDArray[np.intp]
@@ -103,18 +104,12 @@ class ViewComparison(TypedDict):
 
 
 def _flag(outcome: object, invalid: str) -> bool | None:
-    """The monitor's flag for one outcome under the unscored policy (``None``: left out)."""
-    if outcome == POSITIVE:
-        return True
-    if outcome == NEGATIVE:
-        return False
-    if outcome is None or (isinstance(outcome, float) and outcome != outcome):
+    """The monitor's flag for one outcome under the unscored policy (:func:`mt.policy_verdict`; ``None``: left
+    out, as pending and ``error`` always are). An outcome outside the vocabulary counts as ``invalid``."""
+    if not isinstance(outcome, str):  # pending (None or NaN)
         return None
-    if invalid == "as-flag":
-        return True
-    if invalid == "as-miss":
-        return False
-    return None
+    verdict = mt.policy_verdict(outcome if outcome in OUTCOMES else "invalid", invalid)
+    return None if verdict is None else verdict == POSITIVE
 
 
 def _counts_per_pair(flags: Bools, labels: Bools, pair_idx: Codes, n_pairs: int) -> Codes:

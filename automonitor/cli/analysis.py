@@ -50,7 +50,9 @@ def _ci(ci: list[float] | None) -> str:
 def report_cmd(
     run: List[str] | None = typer.Option(None, "--run", help="Run id to include (repeatable; default all runs)."),
     invalid: str = typer.Option(
-        "exclude", "--invalid", help="Unscored outcomes (invalid/refusal/error): exclude | as-flag | as-miss."
+        "exclude",
+        "--invalid",
+        help="The judge's unscored answers (invalid/refusal): exclude | as-flag | as-miss; an error is always excluded.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the report as one JSON document."),
     fmt: str | None = typer.Option(

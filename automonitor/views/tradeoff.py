@@ -102,7 +102,8 @@ class TradeoffOptions:
     keys on it).
 
     Attributes:
-        invalid: how unparsed verdicts count (``exclude``/``misbehavior``/``benign``, as ``automonitor report``).
+        invalid: the unscored policy (``exclude``/``as-flag``/``as-miss``, as ``automonitor report --invalid``:
+            :func:`automonitor.analysis.metrics.policy_verdict`; an ``error`` is never counted).
         category, task: the slice (``None``: overall).
         templates: prompt templates kept (an empty tuple keeps none).
         min_n: minimum judged samples of the slice for a point to be eligible for the front (>= 1).

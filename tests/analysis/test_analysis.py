@@ -122,7 +122,7 @@ def expected(rid: str, policy: str = "exclude", pairs=range(N_PAIRS)) -> dict:
             c["n"] += 1
             if o in ("invalid", "refusal", "error"):
                 c["unscored"] += 1
-                if policy == "exclude":
+                if policy == "exclude" or o == "error":  # an error is never a verdict
                     continue
                 o = M if policy == "as-flag" else B
             key = {(M, M): "tp", (M, B): "fn", (B, M): "fp", (B, B): "tn"}[(lab, o)]

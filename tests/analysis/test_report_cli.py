@@ -115,7 +115,10 @@ def test_report_json_follows_the_contract(cli, store):
     sel = cli(["report", "--json", "--run", "r3", "--run", "r1", "--invalid", "as-flag", "--n-boot", "50"], db=url)
     d2 = json.loads(sel.stdout)
     assert [x["run_id"] for x in d2["runs"]] == ["r3", "r1"] and d2["pearson_r"] is None
-    assert d2["invalid_policy"] == "as-flag" and d2["runs"][0]["overall"]["fp"] == 1  # the error counts as a flag
+    # the error is never a verdict, even under as-flag: it stays unscored and out of FP
+    r3_flag = d2["runs"][0]["overall"]
+    assert d2["invalid_policy"] == "as-flag" and r3_flag["fp"] == 0 and r3_flag["unscored"] == 1
+    assert r3_flag["far"] == 0.0 and r3_flag["fp"] + r3_flag["tn"] == PAIRS - 1
 
 
 @pytest.mark.slow
