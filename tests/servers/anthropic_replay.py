@@ -20,7 +20,8 @@ verdict), ``text_yes``, ``text_no``, ``text_json_mis``, ``text_garbage``, ``refu
 Claude 4.5 models), ``thinking`` (a ``thinking`` block, then the text "No"), ``negtokens``
 (``usage.input_tokens: -1000000000``).
 ``cache_read`` (int) adds ``usage.cache_read_input_tokens`` (prompt caching, documented in
-https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching) to every answer. Without a scenario: ``tool_mis``/``text_yes``
+https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching) to every answer; ``usage`` (a dict)
+replaces those fields of every answer's usage (an implausible count). Without a scenario: ``tool_mis``/``text_yes``
 when the request asked for tools/text and the message contains "os.system", else the benign form.
 """
 
@@ -46,6 +47,7 @@ class AnthropicReplayServer(LoopbackServer):
         self.headers: list[dict] = []
         self._n = 0
         self.cache_read = 0
+        self.usage: dict = {}  # fields that replace those of every answer's usage (an implausible count)
 
     def stats(self) -> dict:
         with self.lock:
@@ -164,6 +166,7 @@ class AnthropicReplayServer(LoopbackServer):
                 "input_tokens": -1000000000 if step == "negtokens" else 100 + n % 7,
                 "output_tokens": 12,
                 **({"cache_read_input_tokens": self.cache_read} if self.cache_read else {}),
+                **self.usage,
             },
         }
         if step == "malformed":

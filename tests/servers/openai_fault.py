@@ -26,7 +26,8 @@ call saying misbehavior)).
 model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o3/o4, gpt-5): HTTP 400
 ``unsupported_parameter`` for ``max_tokens`` and ``logprobs``, ``unsupported_value`` for a temperature
 other than 1, with OpenAI's own messages. ``cached_tokens`` (int) adds
-``usage.prompt_tokens_details.cached_tokens`` (at most the prompt tokens) to every answer.
+``usage.prompt_tokens_details.cached_tokens`` (at most the prompt tokens) to every answer; ``usage`` (a dict)
+replaces those fields of every answer's usage (``{"completion_tokens": 1e30}``: a server's implausible count).
 
 Counters (per sample = sha256 of the user message): ``calls``, ``successes`` (complete valid answers),
 ``faults`` by kind. Run standalone (``python -m tests.servers.openai_fault --latency 0.2``) it prints its
@@ -103,6 +104,7 @@ class OpenAIFaultServer(LoopbackServer):
         self.reject = reject  # request features answered with HTTP 400: "json_schema", "logprobs", "tools"
         self.log: list[tuple[str, int, str, float]] = []  # (sample key, attempt, action, arrival time)
         self.cached_tokens = 0
+        self.usage: dict = {}  # fields that replace those of every answer's usage (an implausible count)
         self.hang_sleep = 30.0
         self.force: str | None = None
         self.reasoning = False
@@ -518,6 +520,7 @@ class OpenAIFaultServer(LoopbackServer):
         usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 3, "total_tokens": prompt_tokens + 3}
         if self.cached_tokens:
             usage["prompt_tokens_details"] = {"cached_tokens": min(int(self.cached_tokens), prompt_tokens)}
+        usage.update(self.usage)
         return {
             "id": "chatcmpl-test",
             "object": "chat.completion",

@@ -112,10 +112,10 @@ class OpenAIBatch(SdkBatch):
                 raw=json.dumps(body)[:2000],
                 status=status,
             )
-        from openai.types.chat import ChatCompletion
+        from automonitor.runs.monitors.openai_backend import sdk_completion
 
         try:
-            j = self.read(ChatCompletion.model_validate(body), sample_id, text)
+            j = self.read(sdk_completion(body, validate=True), sample_id, text)
         except Exception as exc:  # noqa: BLE001 - a malformed line is that item's error, not the run's
             return error_row(
                 "batch_malformed",

@@ -19,7 +19,7 @@ from automonitor.runs.prompts import PromptBuilder, output_schema
 from automonitor.runs.monitors.backend import Backend, BackendParams, register
 from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, tool_calls_answer, verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
-from automonitor.runs.monitors.judgement import answer_judgement, stop_judgement, token_count
+from automonitor.runs.monitors.judgement import AnthropicUsage, answer_judgement, stop_judgement, token_count
 from automonitor.runs.answers import VERDICT_TOOL, ParseMode
 
 TOOL_NAME = VERDICT_TOOL
@@ -247,12 +247,12 @@ class AnthropicBackend(Backend):
 
 
 def _usage(msg: Any, meta: dict[str, Any]) -> tuple[int, int, int, int]:
-    """``(input tokens, output tokens, cache reads, cache writes)`` of a response's usage; input
-    tokens include the prompt-cache reads and writes, which ``input_tokens`` reports apart. A negative
-    count is clamped to 0 and flagged in ``meta["tokens_clamped"]``."""
-    usage = getattr(msg, "usage", None)
-    cache_read = token_count(getattr(usage, "cache_read_input_tokens", 0), meta, "cache_read_input_tokens")
-    cache_write = token_count(getattr(usage, "cache_creation_input_tokens", 0), meta, "cache_creation_input_tokens")
-    tin = token_count(getattr(usage, "input_tokens", 0), meta, "input_tokens") + cache_read + cache_write
-    tout = token_count(getattr(usage, "output_tokens", 0), meta, "output_tokens")
-    return tin, tout, cache_read, cache_write
+    """``(input tokens, output tokens, cache reads, cache writes)`` of a response's usage, read through
+    :class:`AnthropicUsage`; input tokens include the prompt-cache reads and writes, which ``input_tokens``
+    reports apart. A count that is not an integer in ``[0, 2**31)`` (each one, and the input total) is
+    dropped to 0 and flagged in ``meta["tokens_clamped"]``."""
+    usage = AnthropicUsage.read(getattr(msg, "usage", None), meta)
+    cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
+    tin = token_count(usage.input_tokens + cache_read + cache_write, meta, "input_tokens_total")
+    return tin, usage.output_tokens, cache_read, cache_write
+

@@ -11,8 +11,12 @@ outcome; a backend itself only returns ``misbehavior``, ``benign``, ``invalid`` 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Annotated, Any, Callable, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
+from typing_extensions import Self
 
 from automonitor.errors import AutomonitorError, redact
 from automonitor.jsontypes import JSONObject, JSONValue
@@ -115,19 +119,84 @@ def meta_list(meta: JSONObject, key: str) -> list[JSONValue]:
     return got
 
 
-def token_count(value: Any, meta: dict[str, Any], name: str) -> int:
-    """A provider's token count as a non-negative int: a negative, non-numeric or non-finite value is
-    clamped to 0 and flagged in ``meta["tokens_clamped"]`` (``{name: value as sent}``)."""
+#: token counts must lie in ``[0, TOKEN_COUNT_LIMIT)``: a 32-bit SQL ``INTEGER`` column holds them.
+TOKEN_COUNT_LIMIT = 2**31
+
+
+def token_count(value: object, meta: dict[str, Any], name: str) -> int:
+    """A provider's token count, validated: an integer in ``[0, TOKEN_COUNT_LIMIT)`` (an ``int``, or a
+    float with an integral value such as ``12.0``) is kept; ``None`` (not reported) is 0; anything else
+    (negative, too large such as ``1e30`` or ``2**70``, fractional, non-finite, a string such as ``"12"``,
+    a bool) is dropped: 0 (unknown) and flagged in ``meta["tokens_clamped"]`` (``{name: value as sent}``,
+    as a string when it is not a number JSON and a SQL column hold as they are). Never raises."""
     if value is None:
         return 0
-    try:
-        n = int(value)
-    except (TypeError, ValueError, OverflowError):
-        n = -1
-    if n < 0:
-        meta.setdefault("tokens_clamped", {})[name] = value if isinstance(value, (int, float)) else str(value)[:40]
-        return 0
-    return n
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < TOKEN_COUNT_LIMIT:
+        return value
+    if isinstance(value, float) and value.is_integer() and 0 <= value < TOKEN_COUNT_LIMIT:
+        return int(value)
+    safe_number = not isinstance(value, bool) and (
+        (isinstance(value, int) and abs(value) < 2**53) or (isinstance(value, float) and math.isfinite(value))
+    )
+    meta.setdefault("tokens_clamped", {})[name] = value if safe_number else str(value)[:40]
+    return 0
+
+
+def _checked_count(value: object, info: ValidationInfo) -> int:
+    meta = (info.context or {}).get("meta")
+    return token_count(value, meta if meta is not None else {}, info.field_name or "tokens")
+
+
+TokenCount = Annotated[int, BeforeValidator(_checked_count)]
+"""A usage field read through :func:`token_count` (the response's ``meta`` in the validation context)."""
+
+
+class _UsageModel(BaseModel):
+    model_config = ConfigDict(from_attributes=True, extra="ignore", frozen=True)
+
+    @classmethod
+    def read(cls, usage: object, meta: JSONObject) -> Self:
+        """The usage of one response (an SDK object, a ``SimpleNamespace`` of the lean path or a dict), each
+        count validated by :func:`token_count` (flags in ``meta["tokens_clamped"]``); a usage object of the
+        wrong shape (not an object, a nested part not an object) is read as no usage and flagged in
+        ``meta["tokens_clamped"]["usage"]``. Never raises: the answer is still read."""
+        if usage is None:
+            return cls()
+        try:
+            return cls.model_validate(usage, context={"meta": meta})
+        except ValidationError:
+            token_count(str(usage), meta, "usage")  # not a count: flagged as token_count flags one
+            return cls()
+
+
+class OpenAIPromptDetails(_UsageModel):
+    """``usage.prompt_tokens_details`` of a Chat Completions response."""
+
+    cached_tokens: TokenCount = 0
+
+
+class OpenAIUsage(_UsageModel):
+    """``usage`` of a Chat Completions response (both transports: the SDK's object and the lean path's
+    namespace): prompt and completion tokens and the prompt-cache reads, each in ``[0, 2**31)``."""
+
+    prompt_tokens: TokenCount = 0
+    completion_tokens: TokenCount = 0
+    prompt_tokens_details: OpenAIPromptDetails | None = None
+
+    @property
+    def cached_tokens(self) -> int:
+        """Prompt tokens read from the provider's prompt cache (0 when not reported)."""
+        return self.prompt_tokens_details.cached_tokens if self.prompt_tokens_details is not None else 0
+
+
+class AnthropicUsage(_UsageModel):
+    """``usage`` of a Messages API response: input and output tokens and the prompt-cache reads and writes
+    (reported apart from ``input_tokens``), each in ``[0, 2**31)``."""
+
+    input_tokens: TokenCount = 0
+    output_tokens: TokenCount = 0
+    cache_read_input_tokens: TokenCount = 0
+    cache_creation_input_tokens: TokenCount = 0
 
 
 #: what a provider's stop/finish reason means for the answer (one table per backend, ``Backend.stop_reasons``)

@@ -27,7 +27,14 @@ from automonitor.data.trajectory import cut_middle, step_ranges
 from automonitor.errors import InputError
 from automonitor.vocab import Label
 from automonitor.runs.monitors.backend import Backend, BackendParams, register
-from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError
+from automonitor.runs.monitors.judgement import (
+    CallCounter,
+    Generation,
+    Item,
+    Judgement,
+    OpenAIUsage,
+    PermanentError,
+)
 from automonitor.runs.local_model import INSTALL_EXTRA, default_model_path
 from automonitor.runs.parsing import evidence_found
 from automonitor.runs.prompts import PromptBuilder, fill
@@ -531,13 +538,14 @@ class LlamaCppBackend(Backend):
                 seed=int(seed) if seed is not None else None,
             )
         choice = out["choices"][0]
-        usage = out.get("usage") or {}
+        meta: JSONObject = {"model": self.path.name, "latency_s": round(time.perf_counter() - t0, 4)}
+        usage = OpenAIUsage.read(out.get("usage"), meta)  # llama.cpp's usage is OpenAI's
         return Generation(
             choice["message"].get("content") or "",
             finish_reason=choice.get("finish_reason"),
-            tokens_in=int(usage.get("prompt_tokens", 0)),
-            tokens_out=int(usage.get("completion_tokens", 0)),
-            meta={"model": self.path.name, "latency_s": round(time.perf_counter() - t0, 4)},
+            tokens_in=usage.prompt_tokens,
+            tokens_out=usage.completion_tokens,
+            meta=meta,
         )
 
     async def generate(

@@ -52,7 +52,7 @@ import re
 import time
 from types import SimpleNamespace
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, Mapping, cast
 
 from pydantic import Field
 
@@ -64,13 +64,14 @@ from automonitor.runs.monitors.backend import Backend, BackendParams, register
 from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, split_base_url, tool_calls_answer
 from automonitor.runs.monitors.http_api import verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
-from automonitor.runs.monitors.judgement import answer_judgement, meta_list, stop_judgement, token_count
+from automonitor.runs.monitors.judgement import OpenAIUsage, answer_judgement, meta_list, stop_judgement
 from automonitor.runs.answers import SCORE_METHOD, VERDICT_TOOL, ParseMode, grammar_for
 from automonitor.vocab import Label
 from automonitor.runs.parsing import ParseResult, score_at_verdict
 
 if TYPE_CHECKING:
     import aiohttp
+    from openai.types.chat import ChatCompletion
 
 _DOWNGRADE = {"json_schema": "json_object", "json_object": "none", "tools": "none"}
 
@@ -375,7 +376,6 @@ class OpenAIBackend(Backend):
         SDK's per-request TypedDict transform is skipped, and the idempotency key is derived from the
         sample instead of a fresh uuid4: both matter at hundreds of requests per second."""
         import httpx
-        from openai.types.chat import ChatCompletion
 
         raw = await client.post(
             "/chat/completions",
@@ -394,7 +394,7 @@ class OpenAIBackend(Backend):
             raise TransientError("malformed", f"the body is not JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise TransientError("malformed", "the body is not a JSON object")
-        return ChatCompletion.construct(**data)
+        return sdk_completion(data)
 
     def _read(self, resp: Any, item: Item, meta: dict[str, Any]) -> Judgement:
         """The judgement of a Chat Completions response: a refusal (``message.refusal``), an unscored
@@ -594,15 +594,25 @@ class DirectChat:
             self._session = None
 
 
+def sdk_completion(data: Mapping[str, object], *, validate: bool = False) -> "ChatCompletion":
+    """The SDK's ``ChatCompletion`` of a response body (``validate``: checked by the SDK's model, else
+    built unchecked), its ``usage`` kept as sent: the SDK's model would turn ``"12"`` into 12 or refuse 3.5
+    (losing the answer), so the counts are validated once, by :class:`OpenAIUsage`, when the answer is read.
+    Raises pydantic's ``ValidationError`` for a body the SDK's model refuses (``validate`` only)."""
+    from openai.types.chat import ChatCompletion
+
+    rest: dict[str, Any] = {k: v for k, v in data.items() if k != "usage"}
+    resp = ChatCompletion.model_validate(rest) if validate else ChatCompletion.construct(**rest)
+    object.__setattr__(resp, "usage", data.get("usage"))
+    return resp
+
+
 def _usage(resp: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
-    """``(prompt tokens, completion tokens, cached prompt tokens)`` of a response's ``usage`` (0 when
-    absent; a negative count is clamped to 0 and flagged in ``meta["tokens_clamped"]``)."""
-    usage = getattr(resp, "usage", None)
-    tin = token_count(getattr(usage, "prompt_tokens", 0), meta, "prompt_tokens")
-    tout = token_count(getattr(usage, "completion_tokens", 0), meta, "completion_tokens")
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached_in = token_count(getattr(details, "cached_tokens", 0), meta, "cached_tokens") if details is not None else 0
-    return tin, tout, cached_in
+    """``(prompt tokens, completion tokens, cached prompt tokens)`` of a response's ``usage``, read through
+    :class:`OpenAIUsage` (0 when absent; a count that is not an integer in ``[0, 2**31)`` is dropped to 0 and
+    flagged in ``meta["tokens_clamped"]``)."""
+    usage = OpenAIUsage.read(getattr(resp, "usage", None), meta)
+    return usage.prompt_tokens, usage.completion_tokens, usage.cached_tokens
 
 
 _REASONING_PARTS = ("thinking", "reasoning", "redacted_thinking")
