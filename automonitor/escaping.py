@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 
 #: The style of a text block (inline so the HTML is self-contained).
 TEXT_STYLE = (
@@ -20,27 +21,41 @@ TEXT_STYLE = (
     "border-radius:0.4rem;background:rgba(128,128,128,0.06);"
 )
 
-#: Invisible characters that change how text reads without showing themselves: the bidirectional
-#: controls behind "Trojan Source" spoofing (CVE-2021-42574; Unicode UAX #9: embeddings, overrides,
-#: isolates, the LRM/RLM/ALM marks) and zero-width characters that hide text boundaries (zero-width space,
-#: word joiner, BOM, Mongolian vowel separator), and the control characters (C0 but tab, newline and
-#: carriage return; DEL; C1). Shown as visible ``⟨U+XXXX⟩`` markers wherever data is shown; ZWJ/ZWNJ stay (they are part of emoji and of Persian and Indic spelling).
-INVISIBLE_CHARS = frozenset(
-    "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c\u200b\u2060\ufeff\u180e"
-    # C0 controls other than tab, newline and carriage return, DEL and the C1 controls: ESC starts the
-    # terminal sequences a copied text would replay, and none of them shows itself on a page
-    + "".join(map(chr, (*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20), *range(0x7F, 0xA0))))
-)
-_INVISIBLE = re.compile("[" + re.escape("".join(sorted(INVISIBLE_CHARS))) + "]")
+#: The Unicode categories shown as visible ``⟨U+XXXX⟩`` markers wherever data is shown: every format
+#: character (Cf: the bidirectional controls behind "Trojan Source" spoofing, CVE-2021-42574 and UAX #9;
+#: zero-width space, joiner and non-joiner, word joiner, BOM, soft hyphen, the tag characters that can carry
+#: hidden text, ...) and every control character (Cc: C0, DEL, C1; ESC starts the terminal sequences a copied
+#: text would replay) but :data:`KEPT_CONTROLS`. A rule by category, not a list: a format character the list
+#: forgot (ZWJ U+200D was shown invisibly) cannot slip through. The joiners are marked too, so an emoji
+#: sequence or a Persian word shows its joins (``👨⟨U+200D⟩👩``): on a page of untrusted text a boundary
+#: must be seen.
+INVISIBLE_CATEGORIES = frozenset({"Cf", "Cc"})
+#: Control characters that stay as they are: tab, newline and carriage return (a line break on a page).
+KEPT_CONTROLS = frozenset("\t\n\r")
+_BLANKS = str.maketrans(dict.fromkeys(KEPT_CONTROLS, " "))
+_NOT_ASCII_TEXT = re.compile("[^\x20-\x7e\t\n\r]")
+
+
+def is_invisible(ch: str) -> bool:
+    """Whether the character ``ch`` is shown as a ``⟨U+XXXX⟩`` marker: its Unicode category is one of
+    :data:`INVISIBLE_CATEGORIES` (format Cf, control Cc) and it is not one of :data:`KEPT_CONTROLS`."""
+    return ch not in KEPT_CONTROLS and unicodedata.category(ch) in INVISIBLE_CATEGORIES
+
+
+def _marker(ch: str) -> str:
+    return f"\u27e8U+{ord(ch):04X}\u27e9"
 
 
 def reveal_invisible(text: str) -> str:
-    """``text`` with every :data:`INVISIBLE_CHARS` character replaced by a visible marker ``⟨U+202E⟩``, so
-    model- or user-written text cannot reorder what a reader sees (``evil\u202eexe.txt`` reads
-    ``evil⟨U+202E⟩exe.txt``, not ``eviltxt.exe``) or hide a boundary. Applied by :func:`esc`,
-    :func:`plot_text`, :func:`md_escape` and :func:`md_cell`; span offsets are computed on the stored
+    """``text`` with every invisible character (:func:`is_invisible`: Unicode category Cf or Cc, but tab,
+    newline and carriage return) replaced by a visible marker ``⟨U+202E⟩``, so model- or user-written text
+    cannot reorder what a reader sees (``evil\u202eexe.txt`` reads ``evil⟨U+202E⟩exe.txt``, not
+    ``eviltxt.exe``) or hide a boundary. Applied by :func:`esc`, :func:`plot_text`, :func:`md_escape`,
+    :func:`md_code`, :func:`md_cell` and :func:`reveal_controls`; span offsets are computed on the stored
     text before escaping, so they are not affected."""
-    return _INVISIBLE.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", text)
+    if text.translate(_BLANKS).isprintable():  # no Cc/Cf at all (C speed): the common case
+        return text
+    return _NOT_ASCII_TEXT.sub(lambda m: _marker(m.group()) if is_invisible(m.group()) else m.group(), text)
 
 
 _AUTOLINK_SCHEME = re.compile(r"(?i)(https?|ftp|mailto|xmpp|www)(?=\\[:.])")
@@ -119,7 +134,7 @@ _MD_CELL = str.maketrans({**{ch: "\\" + ch for ch in "\\|`*_[]"}, "<": "&lt;", "
 
 #: Characters that break or move lines, rewrite a terminal or vanish: C0 controls other than tab and
 #: newline, DEL, the C1 controls (U+0080..U+009F, with NEL U+0085) and the Unicode line and paragraph
-#: separators U+2028/U+2029. :func:`reveal_controls` marks them like :data:`INVISIBLE_CHARS`.
+#: separators U+2028/U+2029. :func:`reveal_controls` marks them like :func:`reveal_invisible`.
 _CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
 
 
@@ -129,7 +144,7 @@ def reveal_controls(text: object) -> str:
     as a visible ``⟨U+XXXX⟩`` marker; ``None`` becomes the empty string. For short, one-record texts
     (an erratum's reason, a name) whose every character must be seen as it is, never split or hidden."""
     s = reveal_invisible("" if text is None else str(text))
-    return _CONTROLS.sub(lambda m: f"\u27e8U+{ord(m.group()):04X}\u27e9", s)
+    return _CONTROLS.sub(lambda m: _marker(m.group()), s)
 
 
 def terminal_text(text: object) -> str:

@@ -350,7 +350,7 @@ for col, rid in zip(cols, shown_runs):
         _spans_ui.gold_overlap(s, p, grounded[rid])  # gold spans vs the evidence
         if p.get("reason"):
             st.markdown("**Reason**")
-            st.text(p["reason"])
+            st.text(views.reveal_invisible(p["reason"]))  # the judge's words: invisible characters marked
         raw_note = p.get("raw_note")  # a raw answer cut on storing: how much is kept
         with st.expander(f"Raw monitor answer ({raw_note})" if raw_note else "Raw monitor answer", expanded=False):
             if raw_note:

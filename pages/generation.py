@@ -83,7 +83,7 @@ for i, it in enumerate(items):
     with st.expander(f"{it['item_id']} · {label}"):
         for role, msgs in it["prompts"].items():
             st.markdown(f"**prompt · {views.md_escape(role)}**")
-            st.text("\n\n".join(f"[{m['role']}] {m['content']}" for m in msgs))
+            st.text(views.reveal_invisible("\n\n".join(f"[{m['role']}] {m['content']}" for m in msgs)))
         for role, out in it["outputs"].items():
             outs = out if isinstance(out, list) else [out]
             for k, o in enumerate(outs):
@@ -91,6 +91,7 @@ for i, it in enumerate(items):
                     f"**answer · {views.md_escape(role)}{f' #{k}' if len(outs) > 1 else ''}** "
                     f"({views.md_escape(o.get('finish_reason'))}{', cached' if o.get('cached') else ''})"
                 )
-                st.text(o.get("text") if o.get("text") is not None else f"(failed: {o.get('error')})")
+                shown = o.get("text") if o.get("text") is not None else f"(failed: {o.get('error')})"
+                st.text(views.reveal_invisible(shown))  # model-written: invisible characters marked
         st.markdown("**filter / screen results**")
         st.code(json.dumps(it["details"], indent=1, default=str)[:20000], language="json")

@@ -5,7 +5,7 @@ running app; the pages in ``pages/`` only lay these pieces out. This package nev
 One module per page area:
 
 - :mod:`~automonitor.escaping`: :func:`esc` (HTML), :func:`plot_text` (plotly), :func:`md_escape`
-  (markdown) and the escaped text block :func:`text_html`;
+  (markdown), the escaped text block :func:`text_html` and :func:`reveal_invisible` (plain text: ``st.text``);
 - :mod:`~automonitor.views.evidence`: evidence spans grounded in a sample and highlighted on it;
 - :mod:`~automonitor.views.overview`: the store fingerprint the app caches on, composition, counts;
 - :mod:`~automonitor.views.runs`: the run history frame, a run's progress, durations;
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from automonitor.escaping import esc, md_escape, plot_text, text_html
+from automonitor.escaping import esc, md_escape, plot_text, reveal_invisible, text_html
 
 # eager: ``hard_statement`` and ``honest_points`` name both a submodule and a function; an import of the
 # submodule after the package's (``from automonitor.views.honest_points import ...``) would bind the package
@@ -147,6 +147,7 @@ __all__ = [
     "esc",
     "md_escape",
     "plot_text",
+    "reveal_invisible",
     "text_html",
     "TIERS",
     "hard_statement",

@@ -2,15 +2,21 @@
 markers wherever data is shown (HTML blocks, plotly text, Streamlit markdown, markdown table cells), so a
 right-to-left override cannot make ``evil\u202eexe.txt`` read as ``eviltxt.exe`` on a page or in a hover
 (found by a fresh-user trial: the override took effect on the drill-down, the label page and the HTML
-report). Joiners that spelling and emoji need stay."""
+report). The rule is by Unicode category (every format character Cf and control character Cc but tab,
+newline and carriage return), not a list: the zero-width joiner U+200D, missing from the old list, was shown
+invisibly (fresh-user trial); joiners inside emoji and words are now marked too."""
 
 from __future__ import annotations
 
+import unicodedata
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from automonitor.escaping import (
-    INVISIBLE_CHARS,
     esc,
+    is_invisible,
     md_cell,
     md_code,
     md_escape,
@@ -30,13 +36,48 @@ def test_every_display_escaper_reveals_a_bidi_override(show):
 
 
 def test_every_invisible_character_gets_a_marker_and_nothing_else_changes():
-    for ch in sorted(INVISIBLE_CHARS):
+    """Every format (Cf) and control (Cc) character but tab, newline and carriage return: the rule is by
+    Unicode category, so the zero-width joiner U+200D (shown invisibly by the old list, fresh-user trial)
+    and non-joiner are marked too, also inside an emoji sequence or a Persian word."""
+    marked = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) in ("Cf", "Cc")]
+    assert "\u200d" in marked and "\u200c" in marked and "\u202e" in marked and "\U000e0041" in marked
+    for ch in marked:
         out = reveal_invisible(f"a{ch}b")
-        assert out == f"a\u27e8U+{ord(ch):04X}\u27e9b"
+        assert out == (f"a{ch}b" if ch in "\t\n\r" else f"a\u27e8U+{ord(ch):04X}\u27e9b"), hex(ord(ch))
+        assert is_invisible(ch) == (ch not in "\t\n\r")
     family = "\U0001f468\u200d\U0001f469\u200d\U0001f467"  # emoji sequence joined by ZWJ
-    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # ZWNJ is part of the spelling
-    assert reveal_invisible(family) == family and reveal_invisible(persian) == persian
+    persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # ZWNJ inside a word
+    assert reveal_invisible(family) == "\U0001f468\u27e8U+200D\u27e9\U0001f469\u27e8U+200D\u27e9\U0001f467"
+    assert reveal_invisible(persian) == "\u0645\u06cc\u27e8U+200C\u27e9\u062e\u0648\u0627\u0647\u0645"
     assert reveal_invisible("plain text, 100% <b>") == "plain text, 100% <b>"
+    assert (
+        reveal_invisible("caf\u00e9 \u00a0na\u00efve \u4e2d\u6587\n\tx")
+        == "caf\u00e9 \u00a0na\u00efve \u4e2d\u6587\n\tx"
+    )
+
+
+def _unmarked(out: str) -> list[str]:
+    """The Cf/Cc characters (but tab, newline, carriage return) left in an escaper's output."""
+    return [ch for ch in out if unicodedata.category(ch) in ("Cf", "Cc") and ch not in "\t\n\r"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(codec=None, exclude_categories=["Cs"]), max_size=40))
+def test_no_format_or_control_character_reaches_the_page_unmarked(text):
+    """Property over generated strings: whatever the text, every display escaper's output holds no format
+    (Cf) or control (Cc) character but tab, newline and carriage return (md_escape's own word joiners,
+    which keep a URL from being autolinked, aside)."""
+    for show in (reveal_invisible, esc, plot_text, md_cell, md_code, text_html):
+        assert _unmarked(show(text)) == [], show.__name__
+    assert _unmarked(md_escape(text).replace("\u2060", "")) == []
+    # and nothing else changes: the marked text is the input with each invisible character replaced
+    assert reveal_invisible(text) == "".join(f"\u27e8U+{ord(c):04X}\u27e9" if is_invisible(c) else c for c in text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["a", " ", "\n", "\u200d", "\u00ad", "\U000e0041", "\u2066", "\x1b", "\U0001f468"])))
+def test_mixed_invisible_characters_are_all_marked(parts):
+    assert _unmarked(esc("".join(parts))) == []
 
 
 def test_span_highlighting_keeps_offsets_on_the_stored_text():
