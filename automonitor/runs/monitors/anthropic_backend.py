@@ -255,4 +255,3 @@ def _usage(msg: Any, meta: dict[str, Any]) -> tuple[int, int, int, int]:
     cache_read, cache_write = usage.cache_read_input_tokens, usage.cache_creation_input_tokens
     tin = token_count(usage.input_tokens + cache_read + cache_write, meta, "input_tokens_total")
     return tin, usage.output_tokens, cache_read, cache_write
-
