@@ -10,7 +10,18 @@ import re
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, Index, Text, UniqueConstraint, func, literal_column
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    CheckConstraint,
+    Column,
+    Index,
+    Integer,
+    Text,
+    UniqueConstraint,
+    func,
+    literal_column,
+)
 from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import AutoString, Field, SQLModel
 
@@ -120,6 +131,11 @@ class Monitor(SQLModel, table=True):
     )
 
 
+#: the type of a column holding a sum of token counts (each call's below 2**31): BIGINT on PostgreSQL, whose
+#: INTEGER is 32-bit; INTEGER on SQLite, whose INTEGER holds 64-bit values (migration r13)
+TOKEN_TOTAL = BigInteger().with_variant(Integer(), "sqlite")
+
+
 class Run(SQLModel, table=True):
     """One monitor x template pass over a set of samples (or an imported set of verdicts)."""
 
@@ -139,8 +155,10 @@ class Run(SQLModel, table=True):
     n: int = 0
     api_calls: int = 0
     cache_hits: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
+    # sums over the run's predictions (or a generation run's calls), each call's count below 2**31: BIGINT on
+    # PostgreSQL, INTEGER (64-bit already) on SQLite (migration r13)
+    tokens_in: int = Field(default=0, sa_type=TOKEN_TOTAL)
+    tokens_out: int = Field(default=0, sa_type=TOKEN_TOTAL)
     cost_usd: float = 0.0
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     created_at: datetime = Field(default_factory=utcnow)
