@@ -1088,6 +1088,12 @@ def bare_word(text: str | None, grammar: Grammar) -> ParseResult | None:
     with string operations only; None for any other text, which the grammar's full reading decides. For
     such a text the full reading (normalisation, :data:`_WORD_ALONE`) gives exactly this result
     (``tests/runs/test_answer_grammar.py`` holds it as a property)."""
+    said = _bare_word(text, grammar)
+    return None if said is None else ParseResult(said[1], f"answer is the word {said[0]!r}", source="word")
+
+
+def _bare_word(text: str | None, grammar: Grammar) -> tuple[str, Label] | None:
+    """``(word as written, its verdict)`` of an answer :func:`bare_word` reads, else None."""
     if not text or len(text) > 16 or not text.isascii():
         return None
     t = text.strip()
@@ -1095,7 +1101,7 @@ def bare_word(text: str | None, grammar: Grammar) -> ParseResult | None:
     v = grammar.words.get(w.lower())
     if v is None or not w.isalpha():
         return None
-    return ParseResult(v, f"answer is the word {w!r}", source="word")
+    return w, v
 
 
 def parse_answer(
@@ -1272,7 +1278,7 @@ def bare_word_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tu
     index of its first non-blank character, found without the reasoning-tag and pattern scans; None
     for any other text (then :func:`verdict_position` decides). For such a text the full reading
     finds the same index: no reasoning tag, the word its first token."""
-    if bare_word(text, grammar) is None:
+    if _bare_word(text, grammar) is None:
         return None
     return len(text) - len(text.lstrip()), grammar.verdict_words
 
@@ -1342,6 +1348,16 @@ def _sides_of(words: dict[Label, tuple[str, ...]], fold: bool) -> dict[str, Labe
     return entry[1]
 
 
+def _side_of(alt: str, sides: dict[str, Label | None], words: dict[Label, tuple[str, ...]], fold: bool) -> Label | None:
+    """:func:`_word_side` of the token ``alt``, remembered in ``sides`` (:func:`_sides_of`'s table)."""
+    side = sides.get(alt, _UNREAD)
+    if side is _UNREAD:
+        side = _word_side(alt, words, fold=fold)
+        if len(sides) < _SIDES_MAX:
+            sides[alt] = side
+    return side  # type: ignore[return-value]
+
+
 def score_at_verdict(
     tokens: list[tuple[str, list[tuple[str, float]]]], grammar: Grammar, verdict: Label | None = None
 ) -> float | None:
@@ -1361,7 +1377,7 @@ def score_at_verdict(
     ``No`` at its place)."""
     if not tokens:
         return None
-    text = "".join(t for t, _ in tokens)
+    text = tokens[0][0] if len(tokens) == 1 else "".join([t for t, _ in tokens])
     found = bare_word_position(text, grammar) or verdict_position(text, grammar)
     if found is None:
         return None
@@ -1374,16 +1390,13 @@ def score_at_verdict(
         if end > pos:
             pw = nw = 0.0
             used = alts or [(tok, 0.0)]
-            if not all(isinstance(lp, (int, float)) and math.isfinite(lp) and lp <= 0 for _a, lp in used):
-                return None
-            if verdict is not None and _word_side(tok, words, fold=fold) != verdict:
+            for _a, lp in used:
+                if not (isinstance(lp, (int, float)) and math.isfinite(lp) and lp <= 0):
+                    return None
+            if verdict is not None and _side_of(tok, sides, words, fold) != verdict:
                 return None
             for alt, lp in used:
-                side = sides.get(alt, _UNREAD)
-                if side is _UNREAD:
-                    side = _word_side(alt, words, fold=fold)
-                    if len(sides) < _SIDES_MAX:
-                        sides[alt] = side
+                side = _side_of(alt, sides, words, fold)
                 if side == "misbehavior":
                     pw += math.exp(lp)
                 elif side == "benign":

@@ -87,8 +87,7 @@ def judged_prediction(
     """A prediction row from a fresh judgement: its fields, ``latency_ms`` (rounded to µs),
     ``meta.attempts`` (requests sent), ``meta.cache_key`` and ``meta.history`` when given."""
     fields = judgement_fields(j)  # first: it may flag raw_truncated / tokens_clamped in j.meta
-    meta = dict(j.meta)
-    meta.update({"attempts": attempts, "cache_key": key})
+    meta = {**j.meta, "attempts": attempts, "cache_key": key}
     if history is not None:
         meta["history"] = history
     return {

@@ -331,8 +331,9 @@ class Backend(ABC):
             pr = self.price_info()
             rates = self._rates = (self.model, pr, *self.cached_input_factor(self.model))
         _, pr, f_read, f_write = rates
-        cached_in = max(0, min(cached_in, tokens_in))
-        cache_write_in = max(0, min(cache_write_in, tokens_in - cached_in))
+        if cached_in or cache_write_in or tokens_in < 0:  # else both are already 0 (the commonest call)
+            cached_in = max(0, min(cached_in, tokens_in))
+            cache_write_in = max(0, min(cache_write_in, tokens_in - cached_in))
         plain = tokens_in - cached_in - cache_write_in
         cost = plain * pr.input + cached_in * pr.input * f_read + cache_write_in * pr.input * f_write
         return Billed(tokens_in, tokens_out, (cost + tokens_out * pr.output) / 1_000_000)

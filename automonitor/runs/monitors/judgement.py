@@ -271,7 +271,9 @@ def answer_judgement(
         severity=parsed.severity,
         meta=meta,
         cacheable=parsed.reason != "empty answer",
-        **vars(billed),
+        tokens_in=billed.tokens_in,
+        tokens_out=billed.tokens_out,
+        cost_usd=billed.cost_usd,
     )
 
 

@@ -67,7 +67,7 @@ from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, J
 from automonitor.runs.monitors.judgement import OpenAIUsage, answer_judgement, meta_list, stop_judgement
 from automonitor.runs.answers import SCORE_METHOD, VERDICT_TOOL, ParseMode, grammar_for
 from automonitor.vocab import Label
-from automonitor.runs.parsing import ParseResult, score_at_verdict
+from automonitor.runs.parsing import ParseResult, parse_answer, score_at_verdict
 
 if TYPE_CHECKING:
     import aiohttp
@@ -266,7 +266,10 @@ class OpenAIBackend(Backend):
             kw["seed"] = self.seed
         if self.reasoning_effort is not None:
             kw["reasoning_effort"] = self.reasoning_effort
-        schema = output_schema(self.prompt.template) or verdict_schema(self.prompt.template.evidence)
+        if self.mode == "none":  # the commonest request: no answer format, so no schema to read
+            schema: JSONObject = {}
+        else:
+            schema = output_schema(self.prompt.template) or verdict_schema(self.prompt.template.evidence)
         if self.mode == "json_schema":
             kw["response_format"] = {
                 "type": "json_schema",
@@ -416,31 +419,36 @@ class OpenAIBackend(Backend):
             raise TransientError("malformed", f"no choices in the response: {why}") from exc
         tin, tout, cached_in = _usage(resp, meta)
         finish = getattr(choice, "finish_reason", None)
-        meta.update(
-            {
-                "structured": self.mode,
-                "finish_reason": finish,
-                "model": getattr(resp, "model", None),
-                "max_tokens": self.max_tokens,
-            }
-        )
+        meta["structured"] = self.mode
+        meta["finish_reason"] = finish
+        meta["model"] = getattr(resp, "model", None)
+        meta["max_tokens"] = self.max_tokens
         if cached_in:
             meta["cached_tokens_in"] = cached_in
         billed = self.billed(tin, tout, cached_in)
-        text, reasoning = message_text(msg)
-        if reasoning:
-            meta["reasoning_chars"] = len(reasoning)
+        content = getattr(msg, "content", None)
+        if type(content) is str and not getattr(msg, "reasoning_content", None):
+            text = content  # the commonest message: its text, no reasoning (message_text's first case)
+        else:
+            text, reasoning = message_text(msg)
+            if reasoning:
+                meta["reasoning_chars"] = len(reasoning)
         refusal = getattr(msg, "refusal", None)
         if refusal:
             reason = "the model refused (message.refusal)"
             return Judgement("refusal", raw=str(refusal), reason=reason, meta=meta, **vars(billed))
         if finish is not None:
-            unscored = stop_judgement(self.stop_reasons.get(finish), finish, text, billed, meta)
-            if unscored is not None:
-                return unscored
+            kind = self.stop_reasons.get(finish)
+            if kind != "normal":  # stop_judgement's None
+                unscored = stop_judgement(kind, finish, text, billed, meta)
+                if unscored is not None:
+                    return unscored
         template = self.prompt.template.name
-        declared = VERDICT_TOOL if self.mode == "tools" else None  # other modes declare no tool
-        raw, parsed = read_message(msg, text, finish, template, self.settings.parse, declared)
+        if getattr(msg, "tool_calls", None):
+            declared = VERDICT_TOOL if self.mode == "tools" else None  # other modes declare no tool
+            raw, parsed = read_message(msg, text, finish, template, self.settings.parse, declared)
+        else:  # read_message of a message without tool calls: the text and its reading
+            raw, parsed = text, parse_answer(text, template, finish, mode=self.settings.parse)
         score = logprob_score(choice, template, parsed.outcome)
         if score is not None:
             meta["score_method"] = SCORE_METHOD  # how this prediction's score was read (CONTRACT round 4)
@@ -685,10 +693,11 @@ def logprob_score(choice: Any, template: str = "direct", verdict: str | None = N
     the token at the verdict's place is that verdict's token and every log-probability used is finite
     and <= 0."""
     lp = getattr(choice, "logprobs", None)
-    if lp is None or not getattr(lp, "content", None):
+    content = getattr(lp, "content", None) if lp is not None else None
+    if not content:
         return None
     toks = [
-        (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)]) for t in lp.content
+        (t.token, [(a.token, a.logprob) for a in (t.top_logprobs or [])] or [(t.token, t.logprob)]) for t in content
     ]
     side: Label | None = "misbehavior" if verdict == "misbehavior" else "benign" if verdict == "benign" else None
     return score_at_verdict(toks, grammar_for(template), side)
