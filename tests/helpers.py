@@ -370,3 +370,25 @@ def scratch(registry: dict):
     finally:
         registry.clear()
         registry.update(saved)
+
+
+def store_sample(i: int, **kw: Any) -> Any:
+    """A ``store.models.Sample`` row numbered ``i`` (pair ``p{i // 2}``, even = misbehavior, odd = benign;
+    safety_permission / qa), the fields in ``kw`` overriding it."""
+    from store.models import Sample
+
+    base: dict[str, Any] = dict(
+        id=f"s{i}",
+        pair_id=f"p{i // 2}",
+        category="safety_permission",
+        task="qa",
+        label="misbehavior" if i % 2 == 0 else "benign",
+        request="req",
+        response=f"resp {i}",
+        source="test",
+        request_hash="r",
+        response_hash=f"h{i}",
+        content_hash=f"c{i}",
+    )
+    base.update(kw)
+    return Sample(**base)

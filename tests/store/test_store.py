@@ -7,23 +7,7 @@ from sqlmodel import select
 from store import init_db, session_scope
 from store.models import Prediction, Run, Monitor, Sample
 
-
-def _sample(i: int, **kw) -> Sample:
-    base = dict(
-        id=f"s{i}",
-        pair_id=f"p{i // 2}",
-        category="safety_permission",
-        task="qa",
-        label="misbehavior" if i % 2 == 0 else "benign",
-        request="req",
-        response=f"resp {i}",
-        source="test",
-        request_hash="r",
-        response_hash=f"h{i}",
-        content_hash=f"c{i}",
-    )
-    base.update(kw)
-    return Sample(**base)
+from helpers import store_sample
 
 
 def test_migrations_create_every_table_and_are_idempotent(engine):
@@ -115,16 +99,16 @@ def test_sqlite_runs_in_wal_mode(sqlite_engine):
 def test_session_scope_rolls_back_everything_on_error(engine):
     with pytest.raises(RuntimeError):
         with session_scope(engine) as s:
-            s.add(_sample(0))
+            s.add(store_sample(0))
             s.flush()
             raise RuntimeError("boom")
     with session_scope(engine) as s:
         assert s.exec(select(Sample)).all() == []
 
 
-def test_prediction_is_unique_per_run_and_sample(engine):
+def test_prediction_is_unique_per_run_andstore_sample(engine):
     with session_scope(engine) as s:
-        s.add(_sample(0))
+        s.add(store_sample(0))
         m = Monitor(name="rules", backend="rules")
         s.add(m)
         s.flush()
@@ -141,7 +125,7 @@ def test_prediction_is_unique_per_run_and_sample(engine):
 
 def test_json_meta_round_trips(engine):
     with session_scope(engine) as s:
-        s.add(_sample(1, meta={"cwe": "CWE-79", "nested": {"a": [1, 2]}}))
+        s.add(store_sample(1, meta={"cwe": "CWE-79", "nested": {"a": [1, 2]}}))
     with session_scope(engine) as s:
         assert s.get(Sample, "s1").meta == {"cwe": "CWE-79", "nested": {"a": [1, 2]}}
 
@@ -173,7 +157,7 @@ def _rows_for_vocabulary_checks(engine) -> None:
     from store.models import Adjudication, Annotation, Annotator, CacheEntry
 
     with session_scope(engine) as s:
-        s.add(_sample(0))
+        s.add(store_sample(0))
         m = Monitor(name="rules", backend="rules")
         a = Annotator(name="ann", role="annotator", password_hash="x")
         s.add_all([m, a])
@@ -301,7 +285,7 @@ def test_constructed_benign_is_taken_at_head_and_blocks_a_downgrade_while_stored
     from store.engine import alembic_config, head_revisions
 
     with session_scope(engine) as s:
-        s.add(_sample(0, label_source="constructed_benign"))
+        s.add(store_sample(0, label_source="constructed_benign"))
     cfg = alembic_config(engine)
     with pytest.raises(Exception, match="ck_sample_label_source"):
         command.downgrade(cfg, "r9_accounts_errata")

@@ -14,32 +14,18 @@ from store import init_db, session_scope
 from store.models import Monitor, Prediction, Run, Sample
 from store.queries.generation import save_progress
 
+from helpers import store_sample
+
 CAP = 2**31 - 1  # the most tokens one call may report
 BEFORE = "r12_monitor_name_unique"
 HEAD = "r13_run_token_totals_bigint"
-
-
-def _sample(i: int) -> Sample:
-    return Sample(
-        id=f"s{i}",
-        pair_id=f"p{i // 2}",
-        category="safety_permission",
-        task="qa",
-        label="misbehavior" if i % 2 == 0 else "benign",
-        request="req",
-        response=f"resp {i}",
-        source="test",
-        request_hash="r",
-        response_hash=f"h{i}",
-        content_hash=f"c{i}",
-    )
 
 
 def _run_with_capped_predictions(engine, run_id: str, n: int) -> None:
     """A running run of ``n`` judged predictions, each with ``CAP`` tokens in and ``CAP - 1`` out."""
     with session_scope(engine) as s:
         if s.get(Sample, "s0") is None:
-            s.add_all([_sample(i) for i in range(3)])
+            s.add_all([store_sample(i) for i in range(3)])
         m = s.exec(select(Monitor).where(Monitor.name == "judge")).first()
         if m is None:
             m = Monitor(name="judge", backend="external")
@@ -125,7 +111,7 @@ def test_the_upgrade_keeps_a_stores_runs_and_widens_the_totals_and_the_downgrade
     command.downgrade(cfg, BEFORE)
     assert _version(engine) == BEFORE
     with session_scope(engine) as s:
-        s.add_all([_sample(i) for i in range(3)])
+        s.add_all([store_sample(i) for i in range(3)])
         m = Monitor(name="judge", backend="external")
         s.add(m)
         s.flush()
