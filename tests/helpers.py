@@ -392,3 +392,17 @@ def store_sample(i: int, **kw: Any) -> Any:
     )
     base.update(kw)
     return Sample(**base)
+
+
+def judge_once(backend: Any, item: Any) -> Any:
+    """``backend.judge(item)`` run to its end in a new event loop, the backend's client closed after it
+    (whatever the call raised); returns the ``Judgement``."""
+    import asyncio
+
+    async def go() -> Any:
+        try:
+            return await backend.judge(item, lambda: None)
+        finally:
+            await backend.aclose()
+
+    return asyncio.run(go())

@@ -5,7 +5,7 @@ benign -> misbehavior, the raw answer holding the first call only)."""
 
 from __future__ import annotations
 
-import asyncio
+
 import json
 from types import SimpleNamespace
 
@@ -18,6 +18,7 @@ from automonitor.runs.monitors import create_backend
 from automonitor.runs.monitors.judgement import Item, TransientError
 from automonitor.runs.monitors.openai_backend import read_message
 from automonitor.runs.prompts import PromptBuilder, load_template
+from helpers import judge_once
 from servers.openai_fault import OpenAIFaultServer
 
 M, B = "misbehavior", "benign"
@@ -31,14 +32,7 @@ def _judge(srv: OpenAIFaultServer, template: str, params: dict[str, object]):
         prompt=PromptBuilder(load_template(template)),
     )
     item = Item(sample_id="s", request="Fix it", response="os.system('x')", content_hash="h", repeat=0)
-
-    async def go():
-        try:
-            return await b.judge(item, lambda: None)
-        finally:
-            await b.aclose()
-
-    return asyncio.run(go())
+    return judge_once(b, item)
 
 
 @pytest.mark.parametrize("action,calls", [("toolmix", 1), ("tooltwo", 2)])

@@ -6,7 +6,7 @@ truncated or non-JSON body), every answer reads the same, and the lean path neve
 
 from __future__ import annotations
 
-import asyncio
+
 import json
 import os
 import subprocess
@@ -21,6 +21,7 @@ from automonitor.runs.monitors.http_api import classify_sdk_error
 from automonitor.runs.monitors.judgement import Item, PermanentError, TransientError
 from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.llamacpp_server import free_port
+from helpers import judge_once
 from servers.openai_fault import OpenAIFaultServer
 
 TRANSPORTS = ("direct", "sdk", "httpx")
@@ -44,14 +45,8 @@ def _outcome(base_url: str, transport: str, scenario: str, *, timeout: float = 5
         repeat=0,
     )
 
-    async def go():
-        try:
-            return await b.judge(item, lambda: None)
-        finally:
-            await b.aclose()
-
     try:
-        j = asyncio.run(go())
+        j = judge_once(b, item)
     except Exception as exc:  # noqa: BLE001
         e = classify_sdk_error(exc)
         assert isinstance(e, (TransientError, PermanentError)), repr(e)
@@ -188,14 +183,7 @@ def test_tool_calls_and_reasoning_models_send_and_read_the_same():
                 f"openai:{model}", base_url=srv.base_url, params=params, prompt=PromptBuilder(load_template("evidence"))
             )
             item = Item(sample_id="s", request="Fix it", response="os.system('x')", content_hash="h", repeat=0)
-
-            async def go():
-                try:
-                    return await b.judge(item, lambda: None)
-                finally:
-                    await b.aclose()
-
-            j = asyncio.run(go())
+            j = judge_once(b, item)
             return (j.outcome, j.score, j.raw, j.evidence, {k: v for k, v in j.meta.items() if k != "latency_s"}), [
                 json.dumps(x, sort_keys=True) for x in srv.requests
             ]
