@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Annotated, Any, Callable, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError, ValidationInfo
@@ -187,6 +188,24 @@ class OpenAIUsage(_UsageModel):
     def cached_tokens(self) -> int:
         """Prompt tokens read from the provider's prompt cache (0 when not reported)."""
         return self.prompt_tokens_details.cached_tokens if self.prompt_tokens_details is not None else 0
+
+    @classmethod
+    def counts(cls, usage: object, meta: JSONObject) -> tuple[int, int, int]:
+        """``(prompt tokens, completion tokens, cached prompt tokens)`` of one response's ``usage``, as
+        :meth:`read` gives them. The lean path's namespace whose counts are plain ints in range is read
+        without a model validation (the common answer: 0.3 against 2.4 us warm); anything else goes
+        through :meth:`read`, which flags what it drops. Never raises."""
+        if type(usage) is SimpleNamespace:
+            tin, tout = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = 0 if details is None else getattr(details, "cached_tokens", None)
+            if type(details) not in (type(None), SimpleNamespace):
+                cached = None
+            if type(tin) is int and type(tout) is int and type(cached) is int:
+                if 0 <= tin < TOKEN_COUNT_LIMIT and 0 <= tout < TOKEN_COUNT_LIMIT and 0 <= cached < TOKEN_COUNT_LIMIT:
+                    return tin, tout, cached
+        read = cls.read(usage, meta)
+        return read.prompt_tokens, read.completion_tokens, read.cached_tokens
 
 
 class AnthropicUsage(_UsageModel):

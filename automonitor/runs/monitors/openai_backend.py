@@ -64,7 +64,7 @@ from automonitor.runs.monitors.backend import Backend, BackendParams, register
 from automonitor.runs.monitors.http_api import classify_sdk_error, sdk_options, split_base_url, tool_calls_answer
 from automonitor.runs.monitors.http_api import verdict_schema
 from automonitor.runs.monitors.judgement import CallCounter, Generation, Item, Judgement, PermanentError, TransientError
-from automonitor.runs.monitors.judgement import TOKEN_COUNT_LIMIT, OpenAIUsage, answer_judgement
+from automonitor.runs.monitors.judgement import OpenAIUsage, answer_judgement
 from automonitor.runs.monitors.judgement import meta_list, stop_judgement
 from automonitor.runs.answers import SCORE_METHOD, VERDICT_TOOL, ParseMode, grammar_for
 from automonitor.vocab import Label
@@ -617,22 +617,10 @@ def sdk_completion(data: Mapping[str, object], *, validate: bool = False) -> "Ch
 
 
 def _usage(resp: Any, meta: dict[str, Any]) -> tuple[int, int, int]:
-    """``(prompt tokens, completion tokens, cached prompt tokens)`` of a response's ``usage``, read through
-    :class:`OpenAIUsage` (0 when absent; a count that is not an integer in ``[0, 2**31)`` is dropped to 0 and
-    flagged in ``meta["tokens_clamped"]``)."""
-    usage = getattr(resp, "usage", None)
-    if type(usage) is SimpleNamespace:  # the lean path's answer: counts that are plain ints in range are read
-        # at once (what OpenAIUsage.read gives them, without a model validation per response)
-        tin, tout = getattr(usage, "prompt_tokens", None), getattr(usage, "completion_tokens", None)
-        details = getattr(usage, "prompt_tokens_details", None)
-        cached = 0 if details is None else getattr(details, "cached_tokens", None)
-        if type(details) not in (type(None), SimpleNamespace):
-            cached = None
-        if type(tin) is int and type(tout) is int and type(cached) is int:
-            if 0 <= tin < TOKEN_COUNT_LIMIT and 0 <= tout < TOKEN_COUNT_LIMIT and 0 <= cached < TOKEN_COUNT_LIMIT:
-                return tin, tout, cached
-    read = OpenAIUsage.read(usage, meta)
-    return read.prompt_tokens, read.completion_tokens, read.cached_tokens
+    """``(prompt tokens, completion tokens, cached prompt tokens)`` of a response's ``usage``, read by
+    :meth:`OpenAIUsage.counts` (0 when absent; a count that is not an integer in ``[0, 2**31)`` is dropped to
+    0 and flagged in ``meta["tokens_clamped"]``)."""
+    return OpenAIUsage.counts(getattr(resp, "usage", None), meta)
 
 
 _REASONING_PARTS = ("thinking", "reasoning", "redacted_thinking")
