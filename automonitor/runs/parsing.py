@@ -1209,11 +1209,11 @@ def text_readings(
 
 def agreeing_verdicts(
     tools: list[tuple[str, ParseResult]],
-    text: tuple[str, ParseResult] | list[tuple[str, ParseResult]] | None = None,
+    text: list[tuple[str, ParseResult]] | None = None,
 ) -> ParseResult:
     """The one result of a message that carries several answers: its tool calls' results ``tools`` (at
-    least one) and its text's readings ``text`` (``None`` when it has no text; one ``(where, result)`` or a
-    list of them, :func:`text_readings`), each as ``(where, result)``.
+    least one) and its text's readings ``text`` (``None`` when it has no text; :func:`text_readings`), each
+    as ``(where, result)``.
 
     An unscored tool call (``invalid``/``refusal``) makes the message that result; every verdict the
     message carries must be the same side, else ``invalid`` ``contradictory`` naming where each was read
@@ -1231,7 +1231,7 @@ def agreeing_verdicts(
     for _w, r in tools:
         if r.outcome not in ("misbehavior", "benign"):
             return r
-    readings = [text] if isinstance(text, tuple) else list(text or [])
+    readings = text or []
     both = next(((w, r) for w, r in readings if r.outcome == "invalid" and r.reason == CONTRADICTORY), None)
     if both is not None:
         detail = f"{both[0]} says both sides ({both[1].detail or ''})"[:300]
