@@ -194,10 +194,14 @@ def test_disk_is_capped_and_nothing_is_written_on_the_host():
 
 
 def test_kill_9_of_the_caller_leaves_no_sandbox_behind():
+    # the sandboxed file has a name of this test's own, so the check below sees only this caller's sandbox
+    # (another worker's sandbox tests run as the same user), and the sandbox gets a few seconds to go on a
+    # loaded machine
+    main = f"m_{os.getpid()}_{time.monotonic_ns()}.py"
     script = (
         "from automonitor.runs.generation.sandbox import run_python\n"
-        "run_python({'m.py': \"open('/sandbox/big','wb').write(b'x' * (12 << 20))\\nprint('written', flush=True)\\n"
-        "import time\\ntime.sleep(60)\"}, 'm.py', timeout_s=60)\n"
+        f"run_python({{'{main}': \"open('/sandbox/big','wb').write(b'x' * (12 << 20))\\nprint('written', flush=True)\\n"
+        f"import time\\ntime.sleep(60)\"}}, '{main}', timeout_s=60)\n"
     )
     before = set(os.listdir(tempfile.gettempdir()))
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
@@ -205,11 +209,16 @@ def test_kill_9_of_the_caller_leaves_no_sandbox_behind():
     time.sleep(2.5)
     p.kill()
     p.wait()
-    time.sleep(0.5)
-    left = [d for d in set(os.listdir(tempfile.gettempdir())) - before if d.startswith("automonitor-sbx-")]
+    deadline = time.monotonic() + 5
+    while True:
+        time.sleep(0.5)
+        left = [d for d in set(os.listdir(tempfile.gettempdir())) - before if d.startswith("automonitor-sbx-")]
+        out = subprocess.run(["pgrep", "-u", "65534", "-f", main], capture_output=True, text=True).stdout
+        alive = [x for x in out.split() if Path(f"/proc/{x}").exists()]
+        if (not left and not alive) or time.monotonic() > deadline:
+            break
     assert left == []
-    out = subprocess.run(["pgrep", "-u", "65534", "-f", "sleep|m.py"], capture_output=True, text=True).stdout
-    assert out.strip() == "" or all(not Path(f"/proc/{x}").exists() for x in out.split())
+    assert alive == []
 
 
 def test_stale_sandbox_dirs_are_swept(tmp_path):
