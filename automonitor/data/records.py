@@ -37,7 +37,7 @@ from typing import IO, Annotated, Collection, Iterable, Iterator, TypeVar
 from pydantic import AfterValidator, BaseModel, Field, ValidationError
 
 from automonitor.errors import AutomonitorError, InputError
-from automonitor.jsontypes import JSONValue, unique_keys
+from automonitor.jsontypes import JSONObject, JSONValue, unique_keys
 
 FORMATS: tuple[str, ...] = ("jsonl", "csv", "parquet")
 EXTENSIONS: dict[str, str] = {
@@ -583,6 +583,27 @@ def check_import_file(path: str | os.PathLike[str]) -> Path:
     return p
 
 
+def json_objects(lines: Iterable[str], file: str) -> Iterator[tuple[int, JSONObject]]:
+    """``(1-based line, object)`` for each non-blank line of ``lines`` (a JSONL file's lines), parsed with
+    :func:`json.loads`; the strict readers of one-object-a-line files (source adapters, errata, readings,
+    probe corpora) share it.
+
+    Raises:
+        InputError: a line that is not JSON ("invalid JSON: ...") or not an object ("expected a JSON
+            object"), naming ``file`` and the line.
+    """
+    for n, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", file=file, line=n) from None
+        if not isinstance(obj, dict):
+            raise InputError("expected a JSON object", file=file, line=n)
+        yield n, obj
+
+
 _Model = TypeVar("_Model", bound=BaseModel)
 
 
@@ -600,15 +621,7 @@ def model_lines(path: Path, model: type[_Model], what: str) -> list[_Model]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"cannot read the {what} file: {exc}", file=where) from None
     out: list[_Model] = []
-    for n, line in enumerate(text.split("\n"), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", file=where, line=n) from None
-        if not isinstance(obj, dict):
-            raise InputError("expected a JSON object", file=where, line=n)
+    for n, obj in json_objects(text.split("\n"), where):
         try:
             out.append(model.model_validate(obj))
         except ValidationError as exc:

@@ -20,6 +20,7 @@ from typing import Any, Iterator, NamedTuple, TypedDict
 from typing_extensions import Unpack
 
 from automonitor.errors import InputError
+from automonitor.data.records import json_objects
 
 
 #: a JSON object read from a raw file with its 1-based line (or its index in a JSON list)
@@ -213,15 +214,7 @@ def read_jsonl(raw: Path, path: Path, need: Sequence[str] = ()) -> Iterator[Numb
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
-            for n, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"invalid JSON: {exc.msg}", file=rel(raw, path), line=n) from None
-                if not isinstance(obj, dict):
-                    raise InputError("expected a JSON object", file=rel(raw, path), line=n)
+            for n, obj in json_objects(fh, rel(raw, path)):
                 for key in need:
                     need_str(obj, key, raw, path, n)
                 yield n, obj

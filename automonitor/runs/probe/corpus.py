@@ -13,9 +13,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence, TypedDict
+from typing import TYPE_CHECKING, Iterable, Sequence, TypedDict, cast
 
 from automonitor.data.pairfiles.read import sample_content
+from automonitor.data.records import json_objects
 from automonitor.hashing import norm_text, sha256_text
 from automonitor.jsontypes import JSONObject
 
@@ -371,15 +372,7 @@ def read_jsonl(path: str | Path) -> list[CorpusEntry]:
         raise InputError("corpus file not found", file=str(p))
     out = []
     with open(p, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"not JSON ({exc.msg})", file=str(p), line=lineno) from exc
-            if not isinstance(row, dict):
-                raise InputError("a row must be a JSON object", file=str(p), line=lineno)
+        for lineno, row in json_objects(f, str(p)):
             for k in _REQUIRED:
                 if not isinstance(row.get(k), str):
                     raise InputError("missing or not a string", file=str(p), line=lineno, field=k)
@@ -390,10 +383,10 @@ def read_jsonl(path: str | Path) -> list[CorpusEntry]:
                     )
             out.append(
                 CorpusEntry(
-                    **{k: row[k] for k in _REQUIRED},
+                    **{k: str(row[k]) for k in _REQUIRED},  # each checked a string above
                     source=str(row.get("source", "")),
                     label_source=str(row.get("label_source", "user")),
-                    provenance=row.get("provenance") or {},
+                    provenance=cast(JSONObject, row.get("provenance") or {}),
                 )
             )
     return out
