@@ -21,20 +21,14 @@ down_revision = "r9_constructed_benign"
 branch_labels = None
 depends_on = None
 
-_OLD = next(r for r in r9.RULES if r[-1] == "ck_run_kind")
-_NEW = (*_OLD[:2], (*_OLD[2], "ladder"), *_OLD[3:])
 #: the vocabulary rules as of this revision (r9's, with the run-kind list grown)
-RULES = [_NEW if r is _OLD else r for r in r9.RULES]
+_OLD, _NEW, RULES = r8.grown(r9.RULES, "ck_run_kind", "ladder")
 RANGES = r9.RANGES
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
-    r8.drop(bind, rules=[_OLD], ranges=[])
-    r8.create(bind, rules=[_NEW], ranges=[])
+    r8.replace(op.get_bind(), _OLD, _NEW)
 
 
 def downgrade() -> None:
-    bind = op.get_bind()
-    r8.drop(bind, rules=[_NEW], ranges=[])
-    r8.create(bind, rules=[_OLD], ranges=[])
+    r8.replace(op.get_bind(), _NEW, _OLD)

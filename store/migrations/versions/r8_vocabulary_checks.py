@@ -100,6 +100,22 @@ def drop(bind, rules=RULES, ranges=RANGES) -> None:
             bind.exec_driver_sql(f"DROP TRIGGER IF EXISTS {name}_ins")
 
 
+def grown(rules, name, value):
+    """``(old, new, rules')``: the rule ``name`` of ``rules``, that rule with ``value`` added to its allowed
+    values, and ``rules`` with it in the old one's place (what a later revision that widens one
+    vocabulary check holds as its ``RULES``)."""
+    old = next(r for r in rules if r[-1] == name)
+    new = (*old[:2], (*old[2], value), *old[3:])
+    return old, new, [new if r is old else r for r in rules]
+
+
+def replace(bind, old, new) -> None:
+    """Swap the check of rule ``old`` for that of rule ``new`` on the connection ``bind`` (:func:`drop`, then
+    :func:`create`, which fails, changing nothing, while a row holds a value ``new`` refuses)."""
+    drop(bind, rules=[old], ranges=[])
+    create(bind, rules=[new], ranges=[])
+
+
 def upgrade() -> None:
     create(op.get_bind())
 

@@ -20,20 +20,14 @@ down_revision = "r9_accounts_errata"
 branch_labels = None
 depends_on = None
 
-_OLD = next(r for r in r8.RULES if r[-1] == "ck_sample_label_source")
-_NEW = (*_OLD[:2], (*_OLD[2], "constructed_benign"), *_OLD[3:])
 #: the vocabulary rules as of this revision (r8's, with the label-source list grown)
-RULES = [_NEW if r is _OLD else r for r in r8.RULES]
+_OLD, _NEW, RULES = r8.grown(r8.RULES, "ck_sample_label_source", "constructed_benign")
 RANGES = r8.RANGES
 
 
 def upgrade() -> None:
-    bind = op.get_bind()
-    r8.drop(bind, rules=[_OLD], ranges=[])
-    r8.create(bind, rules=[_NEW], ranges=[])
+    r8.replace(op.get_bind(), _OLD, _NEW)
 
 
 def downgrade() -> None:
-    bind = op.get_bind()
-    r8.drop(bind, rules=[_NEW], ranges=[])
-    r8.create(bind, rules=[_OLD], ranges=[])
+    r8.replace(op.get_bind(), _NEW, _OLD)
