@@ -261,6 +261,20 @@ def test_estimate_run(sqlite_engine):
     assert n_runs(sqlite_engine) == (0, 0)
 
 
+def test_estimate_counts_the_fewshot_examples_the_run_shows(sqlite_engine):
+    """The estimate's few-shot examples are the run's: ``fewshot_k`` changes the prompt tokens as it changes the
+    examples create_run stores (4 by default, as the params leave it out)."""
+    add_pairs(sqlite_engine, 4, train_pairs=8)
+    tokens = {}
+    for k in (None, 2, 4, 8):
+        params = None if k is None else {"fewshot_k": k}
+        e = runner.estimate_run(sqlite_engine, "openai:gpt-4o-mini", "direct-fewshot", params=params)
+        tokens[k] = e["prompt_tokens"]
+    assert tokens[None] == tokens[4]
+    assert tokens[2] < tokens[4] < tokens[8]
+    assert runner.estimate_run(sqlite_engine, "openai:gpt-4o-mini", "direct")["prompt_tokens"] < tokens[2]
+
+
 def test_launch_detached_finishes_the_run(sqlite_url, sqlite_engine):
 
     engine = sqlite_engine  # the store, migrated to head (a copy of the run's migrated template)

@@ -106,7 +106,7 @@ def create_run(
         if reuse:  # look-up and insert as one step: two `--reuse` at once make one run, not two
             begin_serialised_write(s, "create-run-reuse")
         sel = select_samples(s, edition, limit, sample_seed, controls, view=view, sources=sources)
-        examples = _choose_examples(s, tpl, params, view)
+        examples = fewshot_examples(s, tpl, params, view)
         # validates the backend (key present, model file found) without any network call
         prompt = PromptBuilder(tpl, examples=examples)
         try:
@@ -243,10 +243,15 @@ def select_samples(
     return _Selection(samples=samples, ids=ids + ctrl_ids, n_controls=len(ctrl_ids), without_view=lacking)
 
 
-def _choose_examples(s: Session, tpl: Template, params: dict[str, Any], view: str) -> list[FewShotExample]:
-    """Few-shot examples from the train split for a few-shot template (``fewshot_k``, default 4, with
-    ``fewshot_seed``, default 0), among the train samples that have ``view``, shown under it
-    (:func:`automonitor.runs.fewshot.view_candidates`); none otherwise."""
+def fewshot_examples(s: Session, tpl: Template, params: dict[str, Any], view: str) -> list[FewShotExample]:
+    """The few-shot examples a run of ``tpl`` with ``params`` shows (``create_run`` stores them,
+    ``estimate_run`` counts them): for a few-shot template, ``fewshot_k`` (default 4) drawn with
+    ``fewshot_seed`` (default 0) from the train samples that have ``view``, shown under it
+    (:func:`automonitor.runs.fewshot.view_candidates`); none otherwise.
+
+    Raises:
+        InputError: too few train samples of a label (:func:`automonitor.runs.prompts.choose_fewshot`).
+    """
     if not tpl.fewshot:
         return []
     return choose_fewshot(

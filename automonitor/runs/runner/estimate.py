@@ -6,12 +6,11 @@ from sqlalchemy.engine import Engine
 
 from automonitor.jsontypes import JSONObject
 from automonitor.runs.cache import view_text
-from automonitor.runs.fewshot import view_candidates
 from automonitor.runs.monitors import backend_class, parse_monitor_spec
 from automonitor.runs.monitors.pricing import resolve_price
-from automonitor.runs.prompts import PromptBuilder, choose_fewshot, load_template
+from automonitor.runs.prompts import PromptBuilder, load_template
 from automonitor.runs.params import backend_params
-from automonitor.runs.runner.create import select_samples
+from automonitor.runs.runner.create import fewshot_examples, select_samples
 from store import session_scope
 from store.queries.samples import check_edition
 from store.queries import runs as q
@@ -34,7 +33,9 @@ def estimate_run(
     The samples are those :func:`~automonitor.runs.runner.create.create_run` would judge with the same
     ``limit``, ``sample_seed``, ``edition`` and ``controls``: the stratified test subset followed by the
     benign-only controls slice (a seeded share of it with ``limit``), so tokens and cost include the
-    controls; under a monitor ``view``, the samples that have it, their prompts made of the view's text.
+    controls; under a monitor ``view``, the samples that have it, their prompts made of the view's text; for a
+    few-shot template, the examples ``create_run`` would show (``fewshot_k``/``fewshot_seed`` in ``params``:
+    :func:`~automonitor.runs.runner.create.fewshot_examples`).
 
     Returns ``{"n", "n_test", "n_controls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
     "price_known"}``. Token counts come from the backend class's
@@ -55,7 +56,7 @@ def estimate_run(
         sel = select_samples(s, edition, limit, sample_seed, controls, view=view)
         ids = sel.ids
         texts = {sid: view_text(t, view) for sid, t in q.sample_texts(s, ids).items()}
-        examples = choose_fewshot(view_candidates(q.train_examples(s), view)) if tpl.fewshot else []
+        examples = fewshot_examples(s, tpl, dict(params or {}), view)
     builder = PromptBuilder(tpl, examples=examples)
     cls, judge = backend_class(spec.backend), backend_params(dict(params or {}))
     prompt_tokens, max_out = cls.estimate_tokens(spec.model, judge, builder, [texts[i] for i in ids if i in texts])
