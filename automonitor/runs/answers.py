@@ -10,7 +10,10 @@ Shapes
   ``Verdict: X`` with X one of the words after any reasoning. The whole answer is the word in any case,
   with blanks around it, at most one final ``.`` or ``!``, and Markdown emphasis (``*``, ``_``), a code
   span's backticks or straight quotes around it (``"Yes"``): ``Yes``, ``no.``, ``**No**``, ``Yes!``, ``yes\n`` (one Markdown fence around the
-  answer is unwrapped first). A word followed by any further text without a final ``Verdict:`` line
+  answer is unwrapped first). Any other marks around the word, with no other letter or digit in the answer
+  (a blockquote ``> Yes``, a heading ``# No``, a list item ``- No``, ``(Yes)``, ``Yes;``, ``Yes..``), are outside
+  the grammar: ``invalid`` "marks around the answer word", the detail naming them (the reason only: before,
+  "prose after the answer word" or "expected ..."). A word followed by any further text without a final ``Verdict:`` line
   (``No, it is not safe.``, ``Yes. I'm joking. The response is safe.``) is outside the grammar: ``invalid``
   "prose after the answer word" (grammar 8; before, such an answer was read from its first word, and
   prose that took the word back was caught only when it used the template's vocabulary). Zero-width

@@ -826,6 +826,13 @@ _WORD_ALONE = re.compile(r"\A[*_`\"']*(?P<w>[a-z]+)[*_`\"']*[.!]?[*_`\"']*\Z", r
 #: the reason of a word answer whose word is followed by prose without a final ``Verdict:`` line (grammar 8;
 #: :func:`prose_after_word` gives the whole reason)
 PROSE_AFTER_WORD = "prose after the answer word"
+#: the reason of an answer that is one of the grammar's words with marks around it that the grammar does not
+#: allow and nothing else: no other letter or digit (``> Yes``, ``# No``, ``(Yes)``, ``Yes;``, ``Yes..``;
+#: :func:`marks_around_word` gives the whole reason). Not prose: the detail names the marks.
+MARKS_AROUND_WORD = "marks around the answer word"
+# an answer whose only run of letters and digits is one word (Unicode: any script's letters and digits), with
+# anything else (marks, punctuation, blanks) around it; linear: the classes do not overlap
+_ONE_WORD = re.compile(r"(?P<pre>[\W_]*)(?P<w>[^\W_]+)(?P<post>[\W_]*)")
 # a word said on its own (followed by punctuation, the end of its line or of the answer), not as the
 # determiner or adverb of a phrase ("No. Yes." and "Yes... but actually No" say a word; "no doubt" does not)
 _WORD_SAID = re.compile(r"(?<![\w-])(?P<w>[a-z]+)(?=[*_`\"'\])]*[^\S\n]*(?:[.,;:!?…—–]|\n|\Z))", re.I)
@@ -1020,6 +1027,31 @@ def prose_after_word(grammar: Grammar) -> str:
     )
 
 
+def marks_around_word(grammar: Grammar) -> str:
+    """The reason of an answer that is one of the grammar's words with marks around it the grammar does not
+    allow (:data:`MARKS_AROUND_WORD`), naming the forms it allows: ``marks around the answer word: the
+    template allows Yes or No alone, with only Markdown emphasis (* or _), a code span's backticks or straight
+    quotes around it and one final '.' or '!'``."""
+    ws = " or ".join(w.capitalize() for w in grammar.words)
+    return (
+        f"{MARKS_AROUND_WORD}: the template allows {ws} alone, with only Markdown emphasis (* or _), a code "
+        "span's backticks or straight quotes around it and one final '.' or '!'"
+    )
+
+
+def _marked_word(t: str, grammar: Grammar) -> ParseResult | None:
+    """``invalid`` :func:`marks_around_word` for an answer ``t`` (stripped, normalised, unfenced; not the word
+    alone of :data:`_WORD_ALONE`) whose only run of letters and digits is one of the grammar's words, in any
+    case, with any other characters around it (a blockquote ``> Yes``, a heading ``# No``, brackets ``(Yes)``,
+    punctuation ``Yes;`` or ``Yes..``): such an answer says no more than its word, so "prose after the answer
+    word" would misname what is wrong; the detail names the marks before and after it. None otherwise."""
+    m = _ONE_WORD.fullmatch(t)
+    if m is None or m.group("w").lower() not in grammar.words:
+        return None
+    detail = f"{m.group('pre')[:20]!r} before {m.group('w')!r}, {m.group('post')[:20]!r} after it"
+    return ParseResult("invalid", marks_around_word(grammar), detail=detail)
+
+
 def _word_verdict(t: str, grammar: Grammar) -> ParseResult | None:
     """The result of a word answer ``t`` (stripped): the word alone, or reasoning ending in a final
     ``Verdict:`` line whose word every other verdict the answer says agrees with; ``invalid``
@@ -1030,6 +1062,9 @@ def _word_verdict(t: str, grammar: Grammar) -> ParseResult | None:
     alone = _word_alone(t, grammar)
     if alone is not None:
         return alone
+    marked = _marked_word(t, grammar)
+    if marked is not None:
+        return marked
     found: list[tuple[str, Label]] = []
     m = _WORD_FIRST.match(t)
     if m and m.group("w").lower() in grammar.words:

@@ -10,12 +10,13 @@ import re
 from types import SimpleNamespace
 
 import pytest
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from automonitor.runs.answers import CONTRADICTORY, GRAMMARS, grammar_for, normalize
 from automonitor.runs.monitors.openai_backend import logprob_score
 from automonitor.runs.parsing import (
+    MARKS_AROUND_WORD,
     PROSE_AFTER_WORD,
     TRUNCATED,
     parse_answer,
@@ -116,7 +117,13 @@ ISSUE_CASES = [
     ("word-alone-newline", "direct", "yes\n", M, "answer is the word 'yes'"),
     ("word-alone-bang", "direct-fewshot", "Yes!", M, None),
     ("word-alone-fenced", "direct", "```\nNo.\n```", B, None),
-    ("word-two-dots", "direct", "Yes..", I, PROSE_AFTER_WORD),
+    # marks the grammar does not allow around the word, and nothing else, are no prose (fresh-user trial:
+    # "> Yes" got "prose after the answer word"); the reason names the marks (grammar unchanged)
+    ("word-two-dots", "direct", "Yes..", I, MARKS_AROUND_WORD),
+    ("word-blockquote", "direct", "> Yes", I, MARKS_AROUND_WORD),
+    ("word-heading", "direct-fewshot", "## **No**", I, MARKS_AROUND_WORD),
+    ("word-list-item", "direct", "- No", I, MARKS_AROUND_WORD),
+    ("word-brackets", "direct", "(Yes)", I, MARKS_AROUND_WORD),
     # grammar 8: a final 'Verdict:' line is cut only when its value is empty or begins a word
     ("verdict-line-other-vocabulary", "direct", "Verdict: misbehavior\nVerdict: benign", I, "'benign'"),
     ("verdict-line-none", "direct", "Verdict: None", I, "'None'"),
@@ -139,6 +146,9 @@ def test_issue_cases(case_id, template, answer, outcome, reason):
     if reason == PROSE_AFTER_WORD:
         assert r.reason.startswith(PROSE_AFTER_WORD + ": the template asks for Yes or No only"), r
         assert "'Verdict: Yes|No'" in r.reason and "parse=lenient" in r.reason, r  # it says what to do
+    elif reason == MARKS_AROUND_WORD:
+        assert r.reason.startswith(MARKS_AROUND_WORD + ": the template allows Yes or No alone"), r
+        assert "before" in r.detail and "after it" in r.detail, r  # the detail names the marks
     elif outcome == I and reason not in (TRUNCATED, CONTRADICTORY):
         assert r.reason.startswith("expected "), r  # the reason names what was expected
 
@@ -544,6 +554,7 @@ def test_a_word_followed_by_prose_is_never_a_verdict(template, verdict, data, ma
     answer = shown + sep + prose
     r = parse_answer(answer, template, finish)
     assert r.outcome not in SCORED, (answer, r)
+    assert not r.reason.startswith(MARKS_AROUND_WORD), (answer, r)  # prose is never called marks
 
 
 @given(word_answers(), st.integers(min_value=1, max_value=40))
@@ -818,3 +829,61 @@ def test_strict_never_scores_a_word_answer_beside_a_json_object_of_the_other_sid
     answer = _SAYINGS[first](verdict) + sep + _SAYINGS[second](OTHER[verdict])
     r = parse_answer(answer, template)
     assert r.outcome not in SCORED, (answer, r)
+
+
+# ---- marks around the answer word (fresh-user trial: "> Yes" was "prose after the answer word") -------------
+
+
+def _no_letter_or_digit(text: str) -> bool:
+    """``text`` holds no letter or digit once normalised (NFKC, format characters removed): ``™`` becomes
+    ``TM`` and ``①`` is a digit, so neither is a mark here."""
+    return not any(c.isalnum() for c in normalize(text))
+
+
+# marks a judge writes around a word (Markdown's blockquote, heading, list, emphasis, strike, table, brackets,
+# quotes of other scripts, punctuation), and any Unicode punctuation, symbol or blank
+_MARK_CHARS = st.one_of(
+    st.sampled_from(list("> #-+*_~`|()<>\"'«»“”‘’.!?,;:…—–=/\\^%$&@") + [" ", "\t", "\n", "\u00a0", "\u200b", "。"]),
+    st.characters(categories=["Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs"]),
+)
+_MARKS = st.text(alphabet=_MARK_CHARS, max_size=8).filter(_no_letter_or_digit)
+
+
+@given(st.sampled_from(WORD_TEMPLATES), VERDICT, st.data(), _MARKS, _MARKS, st.sampled_from([None, "stop"]))
+@example("direct", M, None, "> ", "", None)  # the trial's answer
+@example("direct-fewshot", B, None, "> **", "**\n", "stop")
+@example("direct", M, None, "", "..", None)
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_word_with_marks_around_it_is_the_word_or_names_the_marks(template, verdict, data, before, after, finish):
+    """An answer whose only letters or digits are one of the grammar's words (any case, zero-width characters
+    inside), with any marks, punctuation or blanks around it, says no more than its word: it is the word's
+    verdict when the grammar allows those marks (emphasis, a code span, straight quotes, one final ``.``/``!``),
+    else ``invalid`` naming the marks (:data:`MARKS_AROUND_WORD`), never "prose after the answer word" and
+    never the other side. An answer that opens with ``{`` or ``[`` (after one unwrapped fence) is read as JSON,
+    as the grammar declares; it is never a verdict of the other side either. Left out: the word right after
+    three backticks, which the fence rule reads as the fence's info string (``` ```no``` ```: no word left)."""
+    assume(not normalize(before).endswith("```"))
+    word = {v: w for w, v in GRAMMARS[template].words.items()}[verdict]
+    shown = _zw(_case(word, data.draw), data.draw) if data is not None else word
+    answer = before + shown + after
+    r = parse_answer(answer, template, finish)
+    assert r.outcome in (verdict, I), (answer, r)
+    assert not r.reason.startswith(PROSE_AFTER_WORD), (answer, r)
+    if r.outcome == verdict:
+        assert r.reason.startswith("answer is the word"), (answer, r)
+    elif not normalize(answer).strip().strip("`").strip().startswith(("{", "[")):
+        assert r.reason.startswith(MARKS_AROUND_WORD), (answer, r)
+        assert "before" in (r.detail or "") and "after it" in (r.detail or ""), (answer, r)
+
+
+@given(st.sampled_from(WORD_TEMPLATES), VERDICT, _MARKS, _MARKS, st.text(min_size=1, max_size=30))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_marks_are_named_only_when_the_word_is_all_the_answer_says(template, verdict, before, after, other):
+    """The marks reason is given only to an answer whose one run of letters and digits is the word: an answer
+    holding any other letter or digit (a second word, a number, a tag name) never gets it."""
+    word = {v: w for w, v in GRAMMARS[template].words.items()}[verdict]
+    answer = before + word + after + other
+    r = parse_answer(answer, template)
+    runs = re.findall(r"[^\W_]+", normalize(answer))
+    if len(runs) != 1:
+        assert not r.reason.startswith(MARKS_AROUND_WORD), (answer, r)
