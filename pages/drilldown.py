@@ -326,6 +326,8 @@ for col, rid in zip(cols, shown_runs):
                 "evidence spans": [len(grounded[rid])],
             }
         )
+        if p.get("score_note"):  # meta.score_disagrees: the logprobs favour the other side than the verdict
+            st.caption(f":orange-badge[score disagrees] {md(p['score_note'])}")
         if len(p.get("repeats") or []) > 1:  # run --repeat K: the K verdicts (repeat 0 is the run's)
             st.markdown(f"**{len(p['repeats'])} repeats**")
             st.table(

@@ -259,14 +259,16 @@ class RunAnswers(_Model):
     ``parse`` (``strict`` | ``lenient``; ``None`` for a backend that reads no answer text or a run made
     before the grammar), ``grammar`` (its version), ``score_method`` (``verdict-token``, or ``first-token
     (legacy)`` for a stored log-probability run scored before the verdict-token rule), ``contradictory``
-    (invalid answers whose fields contradicted their verdict), ``errors`` / ``judged`` (counts) and
+    (invalid answers whose fields contradicted their verdict), ``score_disagrees`` (verdicts whose
+    log-probability score favours the other side, ``meta.score_disagrees``), ``errors`` / ``judged`` (counts) and
     ``error_share`` in [0, 1] with the commonest ``error_cause``; ``marks``: what the report and the
-    plane show beside the run (``lenient parse``, ``legacy score``, ``errors N%``)."""
+    plane show beside the run (``lenient parse``, ``legacy score``, ``score disagrees N``, ``errors N%``)."""
 
     parse: str | None = None
     grammar: str | None = None
     score_method: str | None = None
     contradictory: int = 0
+    score_disagrees: int = 0
     errors: int = 0
     judged: int = 0
     error_share: Rate = None

@@ -50,7 +50,9 @@ Shapes
   calls to the declared verdict tool (:data:`VERDICT_TOOL`) are answers: a call to any other tool (to any
   tool at all when the request declared none) makes the message ``invalid`` "unexpected tool call 'NAME'" (grammar 8; before, its arguments were read as
   the verdict). A log-probability score is read only at the answer's
-  own verdict token, from finite log-probabilities <= 0 (:func:`automonitor.runs.parsing.score_at_verdict`).
+  own verdict token, from finite log-probabilities <= 0 (:func:`automonitor.runs.parsing.score_at_verdict`);
+  one that favours the other side than the text's verdict is kept beside it and flagged
+  (:func:`automonitor.runs.parsing.score_disagrees`): the verdict is always the text's.
 - **Contradictions** (every template): a field other than the verdict key that gives a verdict of its
   own (``misbehavior_detected``, ``label``, ``flagged``, ... read as booleans or verdict words) and
   disagrees with it makes the answer ``invalid`` ``contradictory`` (grammar 4; before, an evidence

@@ -1393,6 +1393,24 @@ def _side_of(alt: str, sides: dict[str, Label | None], words: dict[Label, tuple[
     return side  # type: ignore[return-value]
 
 
+def score_disagrees(verdict: str | None, score: float | None) -> bool:
+    """Whether a log-probability ``score`` (P(misbehavior) read at the answer's verdict token,
+    :func:`score_at_verdict`) favours the other side than the answer's text ``verdict``: a ``misbehavior``
+    verdict scored below 0.5, a ``benign`` one above 0.5 (the judge's own token distribution put more mass
+    on the other verdict's tokens than on the one it wrote; 0.5 itself favours neither). A greedy decoder
+    (temperature 0) never writes such an answer; a sampled one (temperature > 0) or a server whose
+    log-probabilities do not describe its text does. Never changes the verdict, which the grammar reads from
+    the text: the backend records it as ``meta.score_disagrees`` and the report counts it
+    (:func:`automonitor.runs.status.answer_quality`). False for an unscored outcome or no score."""
+    if score is None:
+        return False
+    if verdict == "misbehavior":
+        return score < 0.5
+    if verdict == "benign":
+        return score > 0.5
+    return False
+
+
 def score_at_verdict(
     tokens: list[tuple[str, list[tuple[str, float]]]], grammar: Grammar, verdict: Label | None = None
 ) -> float | None:

@@ -13,7 +13,7 @@ from automonitor.jsontypes import JSONObject
 from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
 from store import session_scope
 from store.queries.rowtypes import RunRow
-from store.queries.run_list import list_runs, unscored_details, verdict_counts
+from store.queries.run_list import flagged_counts, list_runs, unscored_details, verdict_counts
 
 log = logging.getLogger(__name__)
 
@@ -194,6 +194,7 @@ class AnswerQuality(TypedDict):
     grammar: str | None
     score_method: str | None
     contradictory: int
+    score_disagrees: int
     errors: int
     judged: int
     error_share: float | None
@@ -203,15 +204,18 @@ class AnswerQuality(TypedDict):
 
 def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQuality]:
     """How each run's answers were read and how many failed: ``{run_id: {"parse", "grammar",
-    "score_method", "contradictory", "errors", "judged", "error_share", "error_cause", "marks"}}``.
+    "score_method", "contradictory", "score_disagrees", "errors", "judged", "error_share", "error_cause",
+    "marks"}}``.
 
     ``parse``/``grammar``/``score_method`` come from the run's config (``Run.params["config"]``; a
     log-probability run of the ``openai`` backend without ``score_method`` read its score at the first
     token: :data:`LEGACY_SCORE_METHOD`); ``contradictory`` counts ``invalid`` answers with reason
-    ``contradictory``; ``error_share`` = errors / judged samples (repeat 0; ``None`` with none judged)
+    ``contradictory``; ``score_disagrees`` counts verdicts (repeat 0) whose log-probability score favours
+    the other side (``meta.score_disagrees``, :func:`automonitor.runs.parsing.score_disagrees`);
+    ``error_share`` = errors / judged samples (repeat 0; ``None`` with none judged)
     and ``error_cause`` the commonest :func:`error_cause`. ``marks`` lists what the report and the plane
-    show beside the run: ``lenient parse``, ``legacy score``, ``errors N%`` (share above
-    :data:`ERROR_SHARE_WARN`)."""
+    show beside the run: ``lenient parse``, ``legacy score``, ``score disagrees N`` (any such verdict),
+    ``errors N%`` (share above :data:`ERROR_SHARE_WARN`)."""
     from collections import Counter
 
     from automonitor.runs.answers import CONTRADICTORY
@@ -226,6 +230,9 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
         runs = {rid: found[rid] for rid in dict.fromkeys(run_ids) if rid in found}
         details = unscored_details(c, run_ids, (CONTRADICTORY,))
         counts = verdict_counts(c, list(runs))  # one grouped query, not one per run
+        # only a run whose config reads a verdict-token score can hold the flag: no other run's rows are scanned
+        scoring = [rid for rid, ps in runs.items() if dict((ps or {}).get("config") or {}).get("score_method")]
+        disagree = flagged_counts(c, scoring, "score_disagrees")
     for rid, run_params in runs.items():
         params = dict(run_params or {})
         config = dict(params.get("config") or {})
@@ -244,6 +251,8 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
             marks.append("lenient parse")
         if score_method == LEGACY_SCORE_METHOD:
             marks.append("legacy score")
+        if disagree.get(rid):
+            marks.append(f"score disagrees {disagree[rid]}")
         if share is not None and share > ERROR_SHARE_WARN:
             marks.append(f"errors {round(100 * share)}%")
         out[rid] = {
@@ -251,6 +260,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
             "grammar": config.get("grammar"),
             "score_method": score_method,
             "contradictory": sum(1 for d in mine if d["outcome"] == "invalid"),
+            "score_disagrees": disagree.get(rid, 0),
             "errors": errors,
             "judged": judged,
             "error_share": share,

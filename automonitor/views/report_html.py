@@ -344,12 +344,15 @@ def _run_label(r: RunReport) -> str:
 
 
 def _answers_text(r: RunReport) -> str | None:
-    """How the run's answers were read: parse mode, score method, contradictory answers, error share and
-    commonest cause (``None`` for a run without that record)."""
+    """How the run's answers were read: parse mode, score method, contradictory answers, verdicts whose
+    score favours the other side (when any), error share and commonest cause (``None`` for a run without
+    that record)."""
     a = r.answers
     if a is None:
         return None
     parts = [f"parse {a.parse or '-'}", f"score {a.score_method or '-'}", f"contradictory {a.contradictory}"]
+    if a.score_disagrees:
+        parts.append(f"score disagrees {a.score_disagrees}")
     if a.error_share is not None:
         parts.append(f"errors {100 * a.error_share:.0f}%" + (f" ({a.error_cause})" if a.error_cause else ""))
     return "; ".join(parts)
@@ -593,7 +596,9 @@ def _provenance_html(rep: Report, prov: Provenance) -> str:
         "summed over judged predictions; answers: how the judge's answers were read (parse strict: the "
         "template's answer grammar; lenient: prose heuristics), where the score was read (verdict-token; "
         "first-token (legacy): a run scored before the verdict-token rule), answers whose fields "
-        "contradicted their verdict, and the share of samples that ended in error.</p>"
+        "contradicted their verdict, verdicts whose log-probability score favours the other side (score "
+        "disagrees: P(misbehavior) below 0.5 for a misbehavior verdict, above 0.5 for a benign one; the "
+        "verdict is the text's), and the share of samples that ended in error.</p>"
         f'<table class="prov"><tr>{head}</tr>{"".join(rows)}</table>'
     )
 

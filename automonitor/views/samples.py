@@ -150,14 +150,28 @@ def raw_cut_note(raw: str | None, meta: object) -> str | None:
     return f"first {kept:,} characters (cut when stored)"
 
 
+def score_disagree_note(outcome: str | None, score: float | None, meta: object) -> str | None:
+    """What a prediction flagged ``meta.score_disagrees`` (:func:`automonitor.runs.parsing.score_disagrees`)
+    shows beside its score: ``"the log-probabilities favour the other side: P(misbehavior) 0.007 beside the
+    verdict misbehavior read from the answer's text"``; ``None`` for a prediction without the flag."""
+    if not isinstance(meta, dict) or meta.get("score_disagrees") is not True:
+        return None
+    p = f"{score:.3f}" if isinstance(score, (int, float)) else "?"
+    return (
+        f"the log-probabilities favour the other side: P(misbehavior) {p} beside the verdict {outcome} "
+        "read from the answer's text"
+    )
+
+
 def sample_predictions(
     engine: Engine, sample_id: str, run_ids: Sequence[str] | None = None
 ) -> dict[str, dict[str, Any]]:
     """Predictions on one sample, by run id: ``{run_id: dict of Prediction columns + monitor,
-    template, repeats, raw_note}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's
+    template, repeats, raw_note, score_note}``; ``run_ids`` restricts the runs (``None`` = all). The dict is the run's
     verdict (repeat 0); ``repeats`` lists the outcomes of repeats 0..K-1 (``run --repeat K``; one item for a
     run judged once, ``None`` for a pending repeat); ``raw_note`` says how much of a raw answer cut on
-    storing is kept (:func:`raw_cut_note`; ``None`` when it is whole)."""
+    storing is kept (:func:`raw_cut_note`; ``None`` when it is whole); ``score_note`` says that the score
+    favours the other side than the verdict (:func:`score_disagree_note`; ``None`` when it does not)."""
     from store.queries.samples import predictions_on_sample
 
     with engine.connect() as c:
@@ -170,6 +184,7 @@ def sample_predictions(
                 **r,
                 "repeats": out.get(r["run_id"], {}).get("repeats", []),
                 "raw_note": raw_cut_note(r.get("raw"), r.get("meta")),
+                "score_note": score_disagree_note(r.get("outcome"), r.get("score"), r.get("meta")),
             }
         d = out.setdefault(r["run_id"], {"repeats": []})
         while len(d["repeats"]) <= rep:

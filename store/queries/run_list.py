@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from store.queries.rowtypes import RunRow, UnscoredRow
 
-__all__ = ["list_runs", "unscored_details", "verdict_counts", "verdict_rows"]
+__all__ = ["flagged_counts", "list_runs", "unscored_details", "verdict_counts", "verdict_rows"]
 
 
 def verdict_rows(table: sa.TableClause) -> ColumnElement[bool]:
@@ -147,6 +147,24 @@ def _run_row(
         "error": r.error,
         "lease": params.get("lease"),
     }
+
+
+def flagged_counts(conn: Connection | Session, run_ids: Iterable[str], flag: str) -> dict[str, int]:
+    """``{run_id: n}``: how many of each run's judged verdict rows (repeat 0) carry the flag ``meta[flag]``
+    as JSON ``true`` (``score_disagrees``); a run with none is absent. The database keeps only the rows whose
+    meta text names the flag (any other value, a nested key, is checked here and not counted), so no row's
+    meta is cast to a type it may not hold. ``conn``: a connection or a session; SQLite and PostgreSQL."""
+    ids = list(run_ids)
+    if not ids:
+        return {}
+    p = prediction.c
+    named = sa.cast(p.meta, sa.Text).contains(f'"{flag}"', autoescape=True)
+    sel = sa.select(p.run_id, p.meta).where(p.run_id.in_(ids), p.repeat == 0, p.outcome.is_not(None), named)
+    out: dict[str, int] = {}
+    for rid, meta in conn.execute(sel).all():
+        if isinstance(meta, dict) and meta.get(flag) is True:
+            out[rid] = out.get(rid, 0) + 1
+    return out
 
 
 def unscored_details(

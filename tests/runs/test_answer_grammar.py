@@ -23,6 +23,7 @@ from automonitor.runs.parsing import (
     parse_text,
     parse_tool_answer,
     score_at_verdict,
+    score_disagrees,
 )
 
 M, B, I, R = "misbehavior", "benign", "invalid", "refusal"
@@ -887,3 +888,39 @@ def test_marks_are_named_only_when_the_word_is_all_the_answer_says(template, ver
     runs = re.findall(r"[^\W_]+", normalize(answer))
     if len(runs) != 1:
         assert not r.reason.startswith(MARKS_AROUND_WORD), (answer, r)
+
+
+# ---- a log-probability score that favours the other side than the answer's text ------------------------------
+
+
+@given(
+    st.sampled_from(["Yes", "No"]),
+    st.lists(
+        st.tuples(st.sampled_from(["Yes", "No", "yes", " no", "NO", "Maybe", "The"]), st.floats(-30, 0)),
+        min_size=0,
+        max_size=5,
+    ),
+    st.floats(-30, 0),
+)
+@example("Yes", [("No", math.log(0.993))], math.log(0.007))  # the trial's server: "Yes" with P(Yes) = 0.007
+@settings(max_examples=400, deadline=None)
+def test_a_score_disagrees_exactly_when_the_other_side_has_more_probability(said, others, own):
+    """``score_disagrees`` of the verdict read from the text and the score read at its token is true exactly
+    when the alternatives of the other side there hold more probability than those of the text's side
+    (computed here from the token's alternatives, any case and leading blank, other tokens counting for
+    neither); it never changes the verdict, which comes from the text alone."""
+    alts = [(said, own), *[(a, lp) for a, lp in others if a != said]]
+    verdict = M if said == "Yes" else B
+    outcome = parse_answer(said, "direct").outcome
+    assert outcome == verdict
+    score = logprob_score(_choice([(said, alts)]), "direct", outcome)
+    side = {"yes": M, "no": B}
+    mass = {M: 0.0, B: 0.0}
+    for a, lp in alts:
+        if a.strip().lower() in side:
+            mass[side[a.strip().lower()]] += math.exp(lp)
+    assert score is not None
+    other = B if verdict == M else M
+    if not math.isclose(mass[verdict], mass[other], rel_tol=1e-9):
+        assert score_disagrees(outcome, score) == (mass[other] > mass[verdict]), (alts, score)
+    assert not score_disagrees(I, score) and not score_disagrees(outcome, None)

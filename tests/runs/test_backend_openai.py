@@ -205,3 +205,45 @@ def test_llama_cpp_server_score_is_read_at_the_boolean_value(sqlite_engine, llam
         if p.outcome in ("misbehavior", "benign"):
             assert p.score is not None and p.meta["score_method"] == "verdict-token"
             assert (p.score > 0.5) == (p.outcome == "misbehavior") or abs(p.score - 0.5) < 1e-6
+
+
+@pytest.mark.parametrize("transport", ["direct", "sdk", "httpx"])
+def test_a_score_that_disagrees_with_its_answer_is_flagged_and_the_verdict_kept(sqlite_engine, transport):
+    """Fresh-user trial: a server answered the text ``Yes`` with top-logprobs P(Yes) = 0.007 (P(No) = 0.993);
+    the verdict came from the text and the score from the logprobs, and nothing said they disagree. The
+    verdict stays the text's (the grammar reads the text), the score stays what the logprobs say, and the
+    prediction is flagged ``meta.score_disagrees`` (both sides: ``No`` with P(Yes) = 0.95 too); answers whose
+    score agrees carry no flag. Every transport reads the same."""
+    from servers.data import add_custom
+
+    add_custom(
+        sqlite_engine,
+        [
+            ("[scenario:lowyes] q0", "os.system('rm')", "print(0)"),
+            ("[scenario:highno] q1", "sys.exit(1)", "print(1)"),
+            ("q2", "os.system('x')", "print(2)"),
+        ],
+    )
+    with OpenAIFaultServer() as srv:
+        params = {**FAST, "transport": transport, "structured": "none"}
+        rid = runner.create_run(sqlite_engine, "openai:m", "direct", base_url=srv.base_url, params=params)
+        runner.execute_run(sqlite_engine, rid)
+    with Session(sqlite_engine) as s:
+        reqs = {x.id: x.request for x in s.exec(select(Sample))}
+        preds = list(s.exec(select(Prediction).where(Prediction.run_id == rid)))
+    assert len(preds) == 6
+    for p in preds:
+        req = reqs[p.sample_id]
+        if "lowyes" in req:
+            assert (p.outcome, p.score) == ("misbehavior", pytest.approx(0.007)), p
+            assert p.meta["score_disagrees"] is True and p.meta["score_method"] == "verdict-token", p.meta
+        elif "highno" in req:
+            assert (p.outcome, p.score) == ("benign", pytest.approx(0.95)), p
+            assert p.meta["score_disagrees"] is True, p.meta
+        else:
+            assert p.outcome in ("misbehavior", "benign") and p.score is not None, p
+            assert "score_disagrees" not in p.meta, p.meta
+    from automonitor.runs.status import answer_quality
+
+    qa = answer_quality(sqlite_engine, [rid])[rid]
+    assert qa["score_disagrees"] == 4 and "score disagrees 4" in qa["marks"], qa

@@ -21,7 +21,8 @@ body one byte every ``trickle_s`` seconds), ``html`` (a valid completion served 
 (the request read, then the connection reset), ``html502`` (a proxy's HTML 502 page), ``contradict``
 (an evidence answer whose benign verdict sits next to severity high and a category), ``toolother`` (a call to
 ``delete_everything`` saying misbehavior), ``tooltext`` (text ``Verdict: benign`` beside a ``record_verdict``
-call saying misbehavior)).
+call saying misbehavior), ``lowyes`` / ``highno`` (text ``Yes`` whose logprobs give P(Yes) = 0.007, text ``No``
+with P(Yes) = 0.95: a score that disagrees with its own answer)).
 ``force`` answers every request with one action whatever the message (``401`` bad key, ``404`` unknown
 model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o3/o4, gpt-5): HTTP 400
 ``unsupported_parameter`` for ``max_tokens`` and ``logprobs``, ``unsupported_value`` for a temperature
@@ -383,6 +384,23 @@ class OpenAIFaultServer(LoopbackServer):
                     {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
                 ]
                 payload["choices"][0]["finish_reason"] = "tool_calls"
+            elif action in ("lowyes", "highno"):
+                # the text's verdict and its own logprobs disagree (a hostile or sampling server): lowyes
+                # answers "Yes" with P(Yes) = 0.007, P(No) = 0.993; highno answers "No" with P(Yes) = 0.95
+                said, p_yes = ("Yes", 0.007) if action == "lowyes" else ("No", 0.95)
+                payload = self._completion(body, text, content=said)
+                if body.get("logprobs"):
+                    alts = [("Yes", math.log(p_yes)), ("No", math.log(1 - p_yes))]
+                    payload["choices"][0]["logprobs"] = {
+                        "content": [
+                            {
+                                "token": said,
+                                "logprob": dict(alts)[said],
+                                "bytes": None,
+                                "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in alts],
+                            }
+                        ]
+                    }
             elif action == "contradict":  # a benign verdict next to a high severity and a category
                 contradiction = {
                     "category": "safety_permission",

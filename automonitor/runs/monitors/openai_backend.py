@@ -68,7 +68,7 @@ from automonitor.runs.monitors.judgement import OpenAIUsage, answer_judgement
 from automonitor.runs.monitors.judgement import meta_list, stop_judgement
 from automonitor.runs.answers import SCORE_METHOD, VERDICT_TOOL, ParseMode, grammar_for
 from automonitor.vocab import Label
-from automonitor.runs.parsing import ParseResult, parse_answer, score_at_verdict
+from automonitor.runs.parsing import ParseResult, parse_answer, score_at_verdict, score_disagrees
 
 if TYPE_CHECKING:
     import aiohttp
@@ -406,7 +406,9 @@ class OpenAIBackend(Backend):
         or text read by the parser, scored from the log-probabilities (verdicts only). List-shaped
         ``content`` is read from its text parts; reasoning parts go to ``meta.reasoning_chars``.
         ``meta`` gains the answer format, finish reason, model, max tokens, cached input tokens, parse
-        detail and evidence check; negative token counts are clamped to 0 and flagged.
+        detail and evidence check; negative token counts are clamped to 0 and flagged; a score that favours
+        the other side than the verdict read from the text is kept with the verdict and flagged
+        ``meta.score_disagrees`` (:func:`automonitor.runs.parsing.score_disagrees`).
 
         Raises:
             TransientError: ``malformed``, a response without choices.
@@ -453,6 +455,8 @@ class OpenAIBackend(Backend):
         score = logprob_score(choice, template, parsed.outcome)
         if score is not None:
             meta["score_method"] = SCORE_METHOD  # how this prediction's score was read (CONTRACT round 4)
+            if score_disagrees(parsed.outcome, score):  # the logprobs favour the other side: flagged, verdict kept
+                meta["score_disagrees"] = True
         return answer_judgement(parsed, item.response, raw, billed, meta, score=score, max_tokens=self.max_tokens)
 
     async def generate(
