@@ -40,10 +40,15 @@ def chunks(seq: Sequence[T], size: int = IN_CHUNK) -> Iterator[Sequence[T]]:
 
 def rows_by_ids(conn: Connection | Session, columns: Sequence[Any], id_column: Any, ids: Iterable[Any]) -> list[Any]:
     """Rows of ``SELECT columns WHERE id_column IN ids``, ``ids`` deduplicated (order kept) and sent in
-    chunks of :data:`IN_CHUNK`. ``conn`` is a SQLAlchemy connection or session."""
+    chunks of :data:`IN_CHUNK`. ``conn`` is a SQLAlchemy connection or session. The ids go in one expanding
+    bind parameter (typed as ``id_column``), so the statement is built once and found in SQLAlchemy's
+    compiled cache, not coerced literal by literal and keyed anew per chunk."""
     out: list[Any] = []
+    stmt = None
     for part in chunks(list(dict.fromkeys(ids))):
-        out += conn.execute(sa.select(*columns).where(id_column.in_(part))).all()
+        if stmt is None:
+            stmt = sa.select(*columns).where(id_column.in_(sa.bindparam("ids_in", expanding=True)))
+        out += conn.execute(stmt, {"ids_in": list(part)}).all()
     return out
 
 

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Mapping, Sequence, cast
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.compiler import SQLCompiler
-from sqlalchemy.sql.expression import ClauseElement, Executable
+from sqlalchemy.sql.expression import ClauseElement
 from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
@@ -517,21 +517,25 @@ def update_predictions(session: Session | Connection, rows: Sequence[Mapping[str
 
 def add_run_counters(session: Session | Connection, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> None:
     """Atomically add to the run's cumulative api_calls and cache_hits (``session``: a session or a
-    connection)."""
+    connection). One driver-level statement compiled once per dialect (:func:`_driver_statement`; the
+    writer runs it with every commit): no statement cache key computed per call."""
     if api_calls or cache_hits:
-        key = ("add_run_counters",)
-        if key not in _STMT_CACHE:
-            t = table_of(Run)
-            _STMT_CACHE[key] = (
+        t = table_of(Run)
+
+        def build() -> ClauseElement:
+            return (
                 sa.update(t)
                 .where(t.c.id == sa.bindparam("_rid"))
                 .values(
                     api_calls=t.c.api_calls + sa.bindparam("_calls"), cache_hits=t.c.cache_hits + sa.bindparam("_hits")
                 )
             )
-        _connection(session).execute(
-            cast(Executable, _STMT_CACHE[key]), {"_rid": run_id, "_calls": api_calls, "_hits": cache_hits}
-        )
+
+        def binds() -> dict[str, tuple[str, sa.Column[object]]]:
+            return {"_rid": ("_rid", t.c.id), "_calls": ("_calls", t.c.api_calls), "_hits": ("_hits", t.c.cache_hits)}
+
+        sql, params = _driver_statement(session, "add_run_counters", build, binds, ("_rid", "_calls", "_hits"))
+        _run_many(session, sql, params([{"_rid": run_id, "_calls": api_calls, "_hits": cache_hits}]))
 
 
 def find_equivalent_run(

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col
 
 from store.models import Prediction
-from store.queries import rows_by_ids, sample_columns
+from store.queries import chunks, rows_by_ids, sample_columns
 from store.queries.rowtypes import JudgedText, SampleText
 from store.queries.runs import sample_texts
 
@@ -61,10 +61,32 @@ def texts_for(engine: Engine, sample_ids: list[str]) -> dict[str, SampleText]:
 def judged_texts(engine: Engine, sample_ids: list[str]) -> dict[str, JudgedText]:
     """``{sample_id: {request, response, content_hash}}`` for one page of samples judged in full (no monitor
     view: their ``source`` and ``meta``, what a view is cut from, are neither read nor decoded), on a
-    connection of its own."""
+    connection of its own. On SQLite the page is read by driver-level ``SELECT ... WHERE id IN (?, ...)``
+    statements (:func:`_texts_sql`; text columns: nothing to convert), in :data:`~store.queries.IN_CHUNK`
+    chunks: the same rows as :func:`~store.queries.rows_by_ids`, without building and compiling an
+    ``IN`` of a thousand literals per page (about half of the page's CPU)."""
     with engine.connect() as c:
         cols = sample_columns("id", "request", "response", "content_hash")
-        return {
-            r[0]: JudgedText(request=r[1], response=r[2], content_hash=r[3])
-            for r in rows_by_ids(c, cols, cols[0], sample_ids)
-        }
+        if c.dialect.paramstyle != "qmark":
+            rows = rows_by_ids(c, cols, cols[0], sample_ids)
+        else:
+            head = _texts_sql(c.dialect, cols)
+            rows = []
+            for part in chunks(list(dict.fromkeys(sample_ids))):
+                rows += c.exec_driver_sql(head % ",".join("?" * len(part)), tuple(part)).all()
+        return {r[0]: JudgedText(request=r[1], response=r[2], content_hash=r[3]) for r in rows}
+
+
+#: dialect name -> ``SELECT <the columns> FROM sample WHERE sample.id IN (%s)``, compiled once
+_TEXTS_SQL: dict[str, str] = {}
+
+
+def _texts_sql(dialect: sa.Dialect, cols: list[sa.Column[object]]) -> str:
+    """:func:`judged_texts`' statement for ``dialect`` with ``%s`` standing for its ``IN`` list (the select of
+    ``cols`` compiled by SQLAlchemy, the ``WHERE`` on ``cols[0]`` compiled alike: the same quoting)."""
+    sql = _TEXTS_SQL.get(dialect.name)
+    if sql is None:
+        select = str(sa.select(*cols).compile(dialect=dialect)).replace("%", "%%")
+        key = str(cols[0].compile(dialect=dialect)).replace("%", "%%")
+        sql = _TEXTS_SQL[dialect.name] = f"{select} WHERE {key} IN (%s)"
+    return sql

@@ -134,3 +134,23 @@ def test_judged_texts_are_the_full_texts_without_the_view_inputs(db_url, engine)
         for sid, t in full.items()
     }
     eng.dispose()
+
+
+def test_judged_texts_over_several_in_chunks_are_the_texts_for_the_same_ids(db_url, engine):  # engine: migrated
+    """More ids than one ``IN`` statement takes (:data:`store.queries.IN_CHUNK`), some repeated and some
+    unknown: the same texts as :func:`texts_for` reads for those ids, each id once."""
+    from store.queries import IN_CHUNK, stream
+
+    eng = _store(db_url)
+    app_seed.insert_samples(eng, _samples(IN_CHUNK + 100))  # 2 x (IN_CHUNK + 100) samples
+    with eng.connect() as c:
+        ids = [r[0] for r in c.execute(sa.text("SELECT id FROM sample ORDER BY id DESC"))]
+    asked = ids[: 2 * IN_CHUNK + 50] + ids[:7] + ["no-such-sample", "it's-%s-%%"]
+    full = stream.texts_for(eng, asked)
+    judged = stream.judged_texts(eng, asked)
+    assert len(judged) == 2 * IN_CHUNK + 50
+    assert judged == {
+        sid: {"request": t["request"], "response": t["response"], "content_hash": t["content_hash"]}
+        for sid, t in full.items()
+    }
+    eng.dispose()
