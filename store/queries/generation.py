@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlmodel import Session, col
 
 from automonitor.vocab import RunStatus
@@ -59,8 +60,8 @@ def mark_running(session: Session, run: Run, pid: int) -> None:
     session.add(run)
 
 
-def run_status(session: Session, run_id: str) -> str | None:
-    """The status of run ``run_id`` (``None`` when there is no such run)."""
+def run_status(session: Session | Connection, run_id: str) -> str | None:
+    """The status of run ``run_id`` (``None`` when there is no such run); ``session`` may be a connection."""
     return session.execute(sa.select(col(Run.status)).where(col(Run.id) == run_id)).scalar()
 
 

@@ -28,8 +28,9 @@ from automonitor.runs.runner.retries import (
 from automonitor.runs.verdicts import cache_entry, cacheable, cached_prediction, judged_prediction
 from automonitor.runs.runner.writer import WRITER_BACKLOG, ResultWriter
 from store import session_scope
-from store.models import Run, utcnow
+from store.models import utcnow
 from store.queries import runs as q
+from store.queries.generation import run_status
 from store.queries import stream as stream_q
 from store.queries.rowtypes import CachedVerdict, JudgedText
 
@@ -320,9 +321,10 @@ class Execution:
                 return
 
     def _db_status(self) -> str | None:
-        with session_scope(self.engine) as s:
-            run = s.get(Run, self.run_id)
-            return run.status if run else None
+        """The run's status in the store (``None``: the row is gone), read as one column on a connection of
+        its own: no ORM session and no ``Run`` object with its JSON decoded, once a second."""
+        with self.engine.connect() as c:
+            return run_status(c, self.run_id)
 
     # -- workers ------------------------------------------------------------------------------------
 
