@@ -18,6 +18,7 @@ from automonitor.analysis.options import AnalysisOptions, ReportOptions, resolve
 from automonitor.analysis.assemble import analyze
 from automonitor.analysis.difficulty import add_difficulty, add_tiers
 from automonitor.analysis.encoding import empty_preds
+from automonitor.analysis.memo import memo_block
 from automonitor.analysis.roc_grounding import evidence_run_ids, has_evidence
 from automonitor.analysis.report_cache import blas_one_thread, gc_paused
 from automonitor.analysis.report_schema import ControlsFar, ErrataNote, Report, RunAnswers, SpanVisibility
@@ -98,6 +99,7 @@ def runs_frame(engine: Engine, run_ids: Sequence[str] | None = None) -> pd.DataF
 
 @gc_paused()  # see both: a quarter of a cold report's CPU, then a few %
 @blas_one_thread()
+@memo_block()  # the runs' grounding and the paired comparisons kept by their inputs (automonitor.analysis.memo)
 def report(
     engine: Engine,
     run_ids: Sequence[str] | None = None,

@@ -5,13 +5,14 @@ with a pair-clustered bootstrap and McNemar's tests (:class:`~automonitor.analys
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Sequence
+from typing import Sequence, TypedDict
 
 import numpy as np
 import pandas as pd
 
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import ABSENT, FP, PEND, TN, TP, Encoded, SampleGrid
+from automonitor.analysis.memo import recall
 
 
 class McNemarAbout(mt.McNemarDict):
@@ -77,28 +78,45 @@ def _compare(
     # clusters: every pair judged by either run (pairs without a shared scored sample add zeros)
     judged = ((cells_a != ABSENT) & (cells_a != PEND)) | ((cells_b != ABSENT) & (cells_b != PEND))
     used = np.unique(grid.sample_pair[judged])
-    weights = weights_cache.get(used.size)
-    if weights is None:
-        weights = weights_cache[used.size] = mt.cluster_bootstrap_weights(used.size, n_boot, seed)
-    boot = mt.paired_bootstrap(counts_a[used], counts_b[used], weights=weights, seed=seed)
-    pos = both & (grid.sample_label == 0)
-    neg = both & (grid.sample_label == 1)
-    correct = (TP, TN)
+    pair_a, pair_b = counts_a[used], counts_b[used]
+    shared_a, shared_b, shared_label = cells_a[both], cells_b[both], grid.sample_label[both]
+
+    def compute() -> _Stats:
+        weights = weights_cache.get(used.size)
+        if weights is None:
+            weights = weights_cache[used.size] = mt.cluster_bootstrap_weights(used.size, n_boot, seed)
+        pos, neg = shared_label == 0, shared_label == 1
+        correct = (TP, TN)
+        return {
+            "boot": mt.paired_bootstrap(pair_a, pair_b, weights=weights, seed=seed),
+            "mcnemar_mr": mt.mcnemar_test(shared_a[pos] == TP, shared_b[pos] == TP),
+            "mcnemar_far": mt.mcnemar_test(shared_a[neg] == FP, shared_b[neg] == FP),
+            "mcnemar_correct": mt.mcnemar_test(np.isin(shared_a, correct), np.isin(shared_b, correct)),
+        }
+
+    # everything compute() reads: the bootstrap's parameters and the two runs' arrays (dtype, shape, bytes)
+    inputs = [repr((n_boot, seed))] + [
+        f"{x.dtype.str}{x.shape}".encode() + x.tobytes() for x in (pair_a, pair_b, shared_a, shared_b, shared_label)
+    ]
+    stats = recall("paired", inputs, compute)
     return {
         "run_a": a_id,
         "run_b": b_id,
         "samples": int(both.sum()),
-        **boot,
-        "mcnemar_mr": {
-            **mt.mcnemar_test(cells_a[pos] == TP, cells_b[pos] == TP),
-            "about": "misbehavior samples: caught by A vs caught by B",
-        },
-        "mcnemar_far": {
-            **mt.mcnemar_test(cells_a[neg] == FP, cells_b[neg] == FP),
-            "about": "benign samples: flagged by A vs flagged by B",
-        },
+        **stats["boot"],
+        "mcnemar_mr": {**stats["mcnemar_mr"], "about": "misbehavior samples: caught by A vs caught by B"},
+        "mcnemar_far": {**stats["mcnemar_far"], "about": "benign samples: flagged by A vs flagged by B"},
         "mcnemar_correct": {
-            **mt.mcnemar_test(np.isin(cells_a[both], correct), np.isin(cells_b[both], correct)),
+            **stats["mcnemar_correct"],
             "about": "all shared samples: correct by A vs correct by B",
         },
     }
+
+
+class _Stats(TypedDict):
+    """What :func:`_compare` computes from the two runs' arrays (kept by :func:`automonitor.analysis.memo.recall`)."""
+
+    boot: mt.PairedBootstrap
+    mcnemar_mr: mt.McNemarDict
+    mcnemar_far: mt.McNemarDict
+    mcnemar_correct: mt.McNemarDict

@@ -5,6 +5,7 @@ FAR targets, cost-minimising operating point, curve) and the evidence grounding 
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from typing import Any, Sequence
 
@@ -15,6 +16,7 @@ import pandas as pd
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import Encoded
+from automonitor.analysis.memo import memo_active, recall
 from automonitor.ranks import roc_curve
 
 
@@ -68,11 +70,34 @@ def add_grounding(
     reads, so the localisation of the same report does not ground the quotes again."""
     sample_ids, evidence = df["sample_id"].tolist(), df["evidence"].tolist()
     grounded: dict[tuple[str, str], tuple[str, str | None]] = {}  # (sample, quote) -> (status, field)
+    digests = _text_digests(texts) if memo_active() else None
     for run_id in evidence_run_ids(runs, df):
         rows = np.flatnonzero(enc.run == enc.run_index[run_id])
-        entries[enc.run_index[run_id]]["grounding"] = grounding_summary(
-            [sample_ids[i] for i in rows], [evidence[i] for i in rows], texts, memo, grounded
+        sids, evs = [sample_ids[i] for i in rows], [evidence[i] for i in rows]
+
+        def compute(sids: list[str] = sids, evs: list[object] = evs) -> dict[str, object]:
+            return grounding_summary(sids, evs, texts, memo, grounded)
+
+        entries[enc.run_index[run_id]]["grounding"] = (
+            compute() if digests is None else recall("grounding", _grounding_inputs(sids, evs, digests), compute)
         )
+
+
+_NO_TEXTS = ("", "")
+
+
+def _text_digests(texts: dict[str, tuple[str, str]]) -> dict[str, bytes]:
+    """``{sample_id: SHA-256 of repr((request, response))}`` of ``texts`` (what grounding reads of a sample)."""
+    return {sid: hashlib.sha256(repr(rr).encode("utf-8", "surrogatepass")).digest() for sid, rr in texts.items()}
+
+
+def _grounding_inputs(sids: list[str], evs: list[object], digests: dict[str, bytes]) -> list[bytes | str]:
+    """Everything :func:`grounding_summary` of one run computes from, for :func:`automonitor.analysis.memo.recall`:
+    the run's sample ids and evidence lists in row order (``repr``: JSON values, so equal strings mean equal
+    values) and the texts of every sample it quoted (a missing sample is grounded in empty texts)."""
+    missing = hashlib.sha256(repr(_NO_TEXTS).encode()).digest()
+    quoted_texts = b"".join(digests.get(sid, missing) for sid, ev in zip(sids, evs) if ev)
+    return [repr(sids), repr(evs), quoted_texts]
 
 
 def roc_summary(
