@@ -5,8 +5,10 @@ vectorised over runs) and per-pair outcome classes (:func:`pair_classes`).
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from automonitor.analysis import metrics as mt
+from automonitor.analysis.memo import recall_many
 from automonitor.analysis.encoding import ABSENT, FN, FP, PEND, TN, TP, UNS, IntArray
 from automonitor.analysis.report_schema import RunBootstrap
 
@@ -50,20 +52,34 @@ def bootstrap_runs(
         cols = np.flatnonzero(present[members[0]])
         if cols.size == 0:
             continue
-        weights = weights_cache.get(cols.size)
-        if weights is None:
-            weights = weights_cache[cols.size] = mt.cluster_bootstrap_weights(cols.size, n_boot, seed)
-        group_counts = counts[members][:, cols, :].transpose(1, 0, 2)  # (pairs of the group, runs of the group, 4)
-        mr, far = mt.bootstrap_rates(group_counts, weights)
-        mr_lo, mr_hi = mt.percentile_ci(mr)
-        far_lo, far_hi = mt.percentile_ci(far)
-        for k, r in enumerate(members):
-            out[r] = {
-                "mr_ci": mt._ci(mr_lo[k], mr_hi[k]),
-                "far_ci": mt._ci(far_lo[k], far_hi[k]),
-                "pairs": int(cols.size),
-            }
+        run_counts = counts[members][:, cols, :]  # (runs of the group, pairs of the group, 4)
+
+        def compute(todo: list[int], run_counts: npt.NDArray[np.float64] = run_counts) -> list[RunBootstrap]:
+            size = run_counts.shape[1]
+            weights = weights_cache.get(size)
+            if weights is None:
+                weights = weights_cache[size] = mt.cluster_bootstrap_weights(size, n_boot, seed)
+            return group_intervals(run_counts[todo], weights)
+
+        # a run's intervals are its per-pair counts' (the weights: the pairs' number, n_boot, seed), not the group's
+        inputs = [[repr((n_boot, seed)), f"{c.dtype.str}{c.shape}".encode() + c.tobytes()] for c in run_counts]
+        for r, value in zip(members, recall_many("bootstrap", inputs, compute)):
+            out[r] = value
     return out
+
+
+def group_intervals(run_counts: npt.NDArray[np.float64], weights: mt.Weights) -> list[RunBootstrap]:
+    """The intervals of runs that judged the same pairs: ``run_counts`` (runs, pairs, 4) of per-pair TP, FN, FP, TN,
+    ``weights`` (n_boot, pairs) of :func:`~automonitor.analysis.metrics.cluster_bootstrap_weights`. Each run's
+    intervals depend on its own counts alone (the resampled sums are whole numbers, exact in float32 whatever
+    the runs beside it), so the runs may be computed in any grouping."""
+    mr, far = mt.bootstrap_rates(run_counts.transpose(1, 0, 2), weights)
+    mr_lo, mr_hi = mt.percentile_ci(mr)
+    far_lo, far_hi = mt.percentile_ci(far)
+    return [
+        RunBootstrap(mr_ci=mt._ci(mr_lo[k], mr_hi[k]), far_ci=mt._ci(far_lo[k], far_hi[k]), pairs=int(weights.shape[1]))
+        for k in range(run_counts.shape[0])
+    ]
 
 
 def _side_flags(cells: IntArray, pair_side: IntArray, flagged: int, passed: int) -> IntArray:

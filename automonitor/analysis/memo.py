@@ -26,9 +26,9 @@ import os
 import sys
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, TypeVar
+from typing import Callable, Iterable, Iterator, Sequence, TypeVar
 
-from automonitor.data.cache_home import cache_home, write_entry
+from automonitor.data.cache_home import cache_home, write_text_entry
 
 #: Entries kept per kind (the oldest are removed beyond this; a report of 100 runs uses ~150).
 KEEP = 4096
@@ -83,26 +83,54 @@ def recall(kind: str, inputs: Iterable[bytes | str], compute: Callable[[], T]) -
     ``compute()``'s value completely and unambiguously (each is length-prefixed in the digest; the caller
     encodes each input so that different values give different strings: ``repr`` of JSON values, an array's
     dtype, shape and bytes). The value must be JSON data that reads back equal (``dict``/``list``/``str``/``int``/
-    ``float``/``bool``/``None``; no tuples). Outside a :func:`memo_block`: ``compute()``."""
+    ``float``/``bool``/``None``; no tuples); one that ``json.dumps`` refuses is returned but not kept. Outside a
+    :func:`memo_block`: ``compute()``."""
+    return recall_many(kind, [inputs], lambda todo: [compute()])[0]
+
+
+def recall_many(
+    kind: str, inputs: Sequence[Iterable[bytes | str]], compute: Callable[[list[int]], Sequence[T]]
+) -> list[T]:
+    """:func:`recall` of several values at once: ``inputs[i]`` are the inputs of value ``i``; ``compute(todo)`` gets
+    the indices of the values not kept (ascending) and returns those values, in that order (one call, so a
+    vectorised computation stays vectorised; each value must depend on its own inputs only)."""
     salt = _SALT.get()
     if salt is None:
-        return compute()
+        return list(compute(list(range(len(inputs)))))
+    paths = [_path(salt, kind, parts) for parts in inputs]
+    out: list[T | None] = [None] * len(paths)
+    todo = []
+    for i, path in enumerate(paths):
+        try:
+            out[i] = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # no entry, or one that cannot be read: compute
+            todo.append(i)
+    if todo:
+        values = compute(todo)
+        if len(values) != len(todo):
+            raise ValueError(f"compute gave {len(values)} values for {len(todo)}")
+        for i, value in zip(todo, values):
+            out[i] = value
+            try:
+                text = json.dumps(value)
+            except (TypeError, ValueError):  # not JSON data: not kept
+                continue
+            write_text_entry(paths[i], text)
+        written = _WRITTEN.get()
+        if written is not None:
+            written.add(kind)
+    return out  # type: ignore[return-value]  # every slot is filled: read back or computed
+
+
+def _path(salt: bytes, kind: str, inputs: Iterable[bytes | str]) -> Path:
+    """The entry of ``kind`` for ``inputs``: a digest of the salt, the kind and each input, length-prefixed."""
     h = hashlib.sha256(salt)
     h.update(kind.encode() + b"\0")
     for part in inputs:
         b = part.encode("utf-8", "surrogatepass") if isinstance(part, str) else part
         h.update(b"%d:" % len(b))
         h.update(b)
-    path = memo_folder() / kind / f"{h.hexdigest()[:40]}.json"
-    with contextlib.suppress(OSError, ValueError):  # no entry, or one that cannot be read: compute
-        value: T = json.loads(path.read_text(encoding="utf-8"))
-        return value
-    value = compute()
-    write_entry(path, value)
-    written = _WRITTEN.get()
-    if written is not None:
-        written.add(kind)
-    return value
+    return memo_folder() / kind / f"{h.hexdigest()[:40]}.json"
 
 
 def _prune(folder: Path) -> None:

@@ -47,7 +47,16 @@ def add_roc(
         return
     scored = df.loc[enc.labelled & df["score"].notna().to_numpy(), ["run_id", "label", "score"]]
     for run_id, group in scored.groupby("run_id", sort=False):
-        roc = roc_summary(group["label"].to_numpy(), group["score"].to_numpy(float), cost_ratio, prevalence)
+        labels, scores = mt._binary(group["label"].to_numpy()), group["score"].to_numpy(float)
+
+        def compute(labels: npt.NDArray[np.int64] = labels, scores: npt.NDArray[np.float64] = scores) -> dict[str, Any]:
+            return roc_summary(labels, scores, cost_ratio, prevalence)
+
+        # what roc_summary reads: the labels as 1/0 (its first step), the scores, the cost options
+        inputs = [repr((cost_ratio, prevalence))] + [
+            f"{x.dtype.str}{x.shape}".encode() + x.tobytes() for x in (labels, scores)
+        ]
+        roc = recall("roc", inputs, compute)
         entry = entries[enc.run_index[str(run_id)]]
         entry["roc"] = roc
         entry["auroc"] = roc["auroc"]
@@ -101,7 +110,10 @@ def _grounding_inputs(sids: list[str], evs: list[object], digests: dict[str, byt
 
 
 def roc_summary(
-    labels: Sequence[Any], scores: Sequence[float], cost_ratio: float = 1.0, prevalence: float | None = None
+    labels: mt.LabelsLike,
+    scores: Sequence[float] | mt.FloatArray,
+    cost_ratio: float = 1.0,
+    prevalence: float | None = None,
 ) -> dict[str, Any]:
     """ROC summary of one score run: ``{"n_scored", "auroc", "mr_at_far_1pct", "mr_at_far_5pct",
     "operating_point", "curve": {"far", "mr", "threshold"}}`` (curve with collinear points dropped;

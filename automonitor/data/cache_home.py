@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 if TYPE_CHECKING:
     import pandas as pd
 
-__all__ = ["cache_home", "code_digest", "frame_digest", "write_entry"]
+__all__ = ["cache_home", "code_digest", "frame_digest", "write_entry", "write_text_entry"]
 
 
 def cache_home() -> Path:
@@ -34,11 +35,12 @@ def write_entry(path: Path, doc: Any) -> None:
 
 
 def write_text_entry(path: Path, text: str) -> None:
-    """Write one cache entry's ``text`` to ``path``, atomically (a temporary file per process, then
-    ``os.replace``), its directory created; an unwritable directory only disables the cache (no error)."""
+    """Write one cache entry's ``text`` to ``path``, atomically (a temporary file per process and thread, then
+    ``os.replace``: the app's sessions are threads of one process), its directory created; an unwritable
+    directory only disables the cache (no error)."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")
         tmp.write_text(text, encoding="utf-8")
         os.replace(tmp, path)
     except OSError:

@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 
 from automonitor import analysis
-from automonitor.analysis import memo, metrics, roc_grounding
+from automonitor.analysis import bootstrap, memo, metrics, roc_grounding
 from automonitor.vocab import CATEGORIES, TASKS
 
 M, B = "misbehavior", "benign"
@@ -85,13 +85,13 @@ def memo_dir(tmp_path, monkeypatch):
 @pytest.fixture
 def counted(monkeypatch):
     """How many runs' grounding, paired bootstraps and Pearson r the report computed (not read back)."""
-    calls = {"grounding": 0, "paired": 0, "pearson": 0}
+    calls = {"grounding": 0, "paired": 0, "pearson": 0, "roc": 0, "bootstrap": 0}
 
-    def wrap(module, name, kind):
+    def wrap(module, name, kind, runs=lambda *a: 1):
         real = getattr(module, name)
 
         def counting(*a, **k):
-            calls[kind] += 1
+            calls[kind] += runs(*a)
             return real(*a, **k)
 
         monkeypatch.setattr(module, name, counting)
@@ -99,7 +99,13 @@ def counted(monkeypatch):
     wrap(roc_grounding, "grounding_summary", "grounding")
     wrap(metrics, "paired_bootstrap", "paired")
     wrap(metrics, "pearson_r", "pearson")
+    wrap(roc_grounding, "roc_summary", "roc")
+    wrap(bootstrap, "group_intervals", "bootstrap", lambda run_counts, weights: len(run_counts))
     return calls
+
+
+def counts(grounding=0, paired=0, pearson=0, roc=0, bootstrap=0):
+    return {"grounding": grounding, "paired": paired, "pearson": pearson, "roc": roc, "bootstrap": bootstrap}
 
 
 def text(rep) -> str:
@@ -138,10 +144,10 @@ def test_the_memo_reads_back_what_it_computed_and_each_changed_input_is_computed
 
     generate(engine, 0)
     first = report(engine)
-    assert counted == {"grounding": 2, "paired": 6, "pearson": 1}  # 2 evidence runs, 4 runs: 6 pairs
+    assert counted == counts(2, 6, 1, 4, 4)  # 2 evidence runs, 4 score runs: 6 pairs
     reset(counted)
     assert report(engine) == first
-    assert counted == {"grounding": 0, "paired": 0, "pearson": 0}  # all read back
+    assert counted == counts()  # all read back
     assert first == fresh(engine, tmp_path, monkeypatch)
 
     # some samples' responses: the runs that quoted them are grounded again, the paired comparisons are kept
@@ -149,7 +155,7 @@ def test_the_memo_reads_back_what_it_computed_and_each_changed_input_is_computed
     update(engine, Sample, [Sample.pair_id.in_(["p0", "p1", "p2"])], response="nothing quoted here")
     reset(counted)
     changed = report(engine)
-    assert counted == {"grounding": 2, "paired": 0, "pearson": 0}
+    assert counted == counts(grounding=2)
     assert changed == fresh(engine, tmp_path, monkeypatch)
     assert [r["grounding"] for r in json.loads(changed)["runs"] if "grounding" in r] != [
         r["grounding"] for r in before["runs"] if "grounding" in r
@@ -159,15 +165,15 @@ def test_the_memo_reads_back_what_it_computed_and_each_changed_input_is_computed
     update(engine, Sample, [Sample.id == "s1b"], request="no such words")
     reset(counted)
     changed = report(engine)
-    assert counted["grounding"] == 2 and changed == fresh(engine, tmp_path, monkeypatch)
+    assert counted == counts(grounding=2) and changed == fresh(engine, tmp_path, monkeypatch)
 
     # one quote of run1: only run1 is grounded again
     update(engine, Prediction, [Prediction.run_id == "run1", Prediction.sample_id == "s2m"], evidence=["made up"])
     reset(counted)
     changed = report(engine)
-    assert counted["grounding"] == 1 and changed == fresh(engine, tmp_path, monkeypatch)
+    assert counted == counts(grounding=1) and changed == fresh(engine, tmp_path, monkeypatch)
 
-    # one verdict of run0: the three comparisons with run0 and Pearson r are computed again
+    # one verdict of run0: its intervals, the three comparisons with run0 and Pearson r are computed again
     old = report(engine)
     with engine.connect() as c:
         outcome = c.execute(
@@ -181,7 +187,7 @@ def test_the_memo_reads_back_what_it_computed_and_each_changed_input_is_computed
     )
     reset(counted)
     new = report(engine)
-    assert counted == {"grounding": 0, "paired": 3, "pearson": 1}
+    assert counted == counts(paired=3, pearson=1, bootstrap=1)
     assert new == fresh(engine, tmp_path, monkeypatch) and new != old
 
     # a run added: its own grounding and its three comparisons; the rest is kept
@@ -194,17 +200,17 @@ def test_the_memo_reads_back_what_it_computed_and_each_changed_input_is_computed
         add_run(s, "run4", mon, "evidence", 10, np.random.default_rng(9))
     reset(counted)
     changed = report(engine)
-    assert counted == {"grounding": 1, "paired": 4, "pearson": 1}
+    assert counted == counts(grounding=1, paired=4, pearson=1, roc=1, bootstrap=1)
     assert changed == fresh(engine, tmp_path, monkeypatch)
 
     # other bootstrap options: every comparison again, none of the grounding
     reset(counted)
     changed = report(engine, n_boot=60)
-    assert counted["paired"] == 10 and counted["grounding"] == 0
+    assert counted == counts(paired=10, bootstrap=5)
     assert changed == fresh(engine, tmp_path, monkeypatch, n_boot=60)
     reset(counted)
     changed = report(engine, seed=3)
-    assert counted["paired"] == 10
+    assert counted == counts(paired=10, bootstrap=5)
     assert changed == fresh(engine, tmp_path, monkeypatch, seed=3)
     # the unscored policy changes the cells the comparisons read
     reset(counted)
@@ -219,16 +225,16 @@ def test_other_code_or_libraries_compute_again(sqlite_engine, memo_dir, counted,
     reset(counted)
     monkeypatch.setattr(report_cache, "code_stamp", lambda: "edited")
     assert report(sqlite_engine) == first
-    assert counted == {"grounding": 2, "paired": 6, "pearson": 1}
+    assert counted == counts(2, 6, 1, 4, 4)
     import scipy
 
     reset(counted)
     monkeypatch.setattr(scipy, "__version__", "0.0")
     assert report(sqlite_engine) == first
-    assert counted == {"grounding": 2, "paired": 6, "pearson": 1}
+    assert counted == counts(2, 6, 1, 4, 4)
     reset(counted)
     assert report(sqlite_engine) == first
-    assert counted == {"grounding": 0, "paired": 0, "pearson": 0}
+    assert counted == counts()
 
 
 def test_recall_keys_on_every_input_and_computes_outside_a_block(memo_dir):
@@ -256,3 +262,34 @@ def test_recall_keys_on_every_input_and_computes_outside_a_block(memo_dir):
             f.write_text("{broken")
         assert memo.recall("k", ["abc"], value(7))["v"] == 7  # an unreadable entry is computed again
     assert calls == ["out", 1, 2, 3, 4, 7]
+
+
+def test_recall_many_computes_only_what_is_not_kept_and_keeps_only_json(memo_dir):
+    asked: list[list[int]] = []
+
+    def squares(todo):
+        asked.append(todo)
+        return [i * i for i in todo]
+
+    with memo.memo_block():
+        assert memo.recall_many("sq", [["1"], ["2"], ["3"]], lambda todo: squares([int(i) + 1 for i in todo])) == [
+            1,
+            4,
+            9,
+        ]
+        assert memo.recall_many("sq", [["0"], ["2"], ["3"], ["1"]], lambda todo: [0] * len(todo)) == [0, 4, 9, 1]
+        assert memo.recall("odd", ["x"], lambda: {1, 2}) == {1, 2}  # not JSON: returned, not kept
+        assert memo.recall("odd", ["x"], lambda: "again") == "again"
+    assert asked == [[1, 2, 3]]
+
+
+def test_a_runs_intervals_do_not_depend_on_the_runs_computed_beside_it():
+    """bootstrap.group_intervals of several runs at once = of each run alone (what keeping them per run assumes)."""
+    rng = np.random.default_rng(5)
+    run_counts = rng.integers(0, 3, size=(6, 40, 4)).astype(float)
+    run_counts[2, :, :2] = 0  # a run without misbehavior samples: no MR interval
+    weights = metrics.cluster_bootstrap_weights(40, 200, 3)
+    together = bootstrap.group_intervals(run_counts, weights)
+    assert together == [bootstrap.group_intervals(run_counts[[k]], weights)[0] for k in range(6)]
+    assert together == bootstrap.group_intervals(run_counts[::-1], weights)[::-1]
+    assert together[2]["mr_ci"] is None and together[0]["mr_ci"] is not None
