@@ -199,7 +199,9 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
     "AUTOMONITOR_ARTIFACTS": ("where trained probe artefacts live (`<dir>/probes`)", "`./artifacts`"),
     "AUTOMONITOR_CACHE_DIR": (
         "cache of the audit, the build plan (the 3 newest, ~65 MB each on the full raw data), the adversarial filter, "
-        "the detector ladder and the LoRA base conversion",
+        "the detector ladder, the LoRA base conversion, the reports per store version (`reports/`) and the parts of "
+        "a report kept by their inputs (`memo/`: each run's grounding and intervals, each paired comparison; the "
+        "newest 4,096 per kind)",
         "`$XDG_CACHE_HOME/automonitor` or `~/.cache/automonitor`",
     ),
     "AUTOMONITOR_ERRATA": ("the errata file applied by every build", "`seeds/errata.jsonl`"),

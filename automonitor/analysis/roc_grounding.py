@@ -47,16 +47,7 @@ def add_roc(
         return
     scored = df.loc[enc.labelled & df["score"].notna().to_numpy(), ["run_id", "label", "score"]]
     for run_id, group in scored.groupby("run_id", sort=False):
-        labels, scores = mt._binary(group["label"].to_numpy()), group["score"].to_numpy(float)
-
-        def compute(labels: npt.NDArray[np.int64] = labels, scores: npt.NDArray[np.float64] = scores) -> dict[str, Any]:
-            return roc_summary(labels, scores, cost_ratio, prevalence)
-
-        # what roc_summary reads: the labels as 1/0 (its first step), the scores, the cost options
-        inputs = [repr((cost_ratio, prevalence))] + [
-            f"{x.dtype.str}{x.shape}".encode() + x.tobytes() for x in (labels, scores)
-        ]
-        roc = recall("roc", inputs, compute)
+        roc = roc_summary(group["label"].to_numpy(), group["score"].to_numpy(float), cost_ratio, prevalence)
         entry = entries[enc.run_index[str(run_id)]]
         entry["roc"] = roc
         entry["auroc"] = roc["auroc"]

@@ -85,7 +85,7 @@ def memo_dir(tmp_path, monkeypatch):
 @pytest.fixture
 def counted(monkeypatch):
     """How many runs' grounding, paired bootstraps and Pearson r the report computed (not read back)."""
-    calls = {"grounding": 0, "paired": 0, "pearson": 0, "roc": 0, "bootstrap": 0}
+    calls = {"grounding": 0, "paired": 0, "pearson": 0, "bootstrap": 0}
 
     def wrap(module, name, kind, runs=lambda *a: 1):
         real = getattr(module, name)
@@ -99,13 +99,12 @@ def counted(monkeypatch):
     wrap(roc_grounding, "grounding_summary", "grounding")
     wrap(metrics, "paired_bootstrap", "paired")
     wrap(metrics, "pearson_r", "pearson")
-    wrap(roc_grounding, "roc_summary", "roc")
     wrap(bootstrap, "group_intervals", "bootstrap", lambda run_counts, weights: len(run_counts))
     return calls
 
 
-def counts(grounding=0, paired=0, pearson=0, roc=0, bootstrap=0):
-    return {"grounding": grounding, "paired": paired, "pearson": pearson, "roc": roc, "bootstrap": bootstrap}
+def counts(grounding=0, paired=0, pearson=0, bootstrap=0):
+    return {"grounding": grounding, "paired": paired, "pearson": pearson, "bootstrap": bootstrap}
 
 
 def text(rep) -> str:
@@ -144,7 +143,7 @@ def test_the_memo_reads_back_what_it_computed_and_each_changed_input_is_computed
 
     generate(engine, 0)
     first = report(engine)
-    assert counted == counts(2, 6, 1, 4, 4)  # 2 evidence runs, 4 score runs: 6 pairs
+    assert counted == counts(2, 6, 1, 4)  # 2 evidence runs, 4 runs: 6 pairs
     reset(counted)
     assert report(engine) == first
     assert counted == counts()  # all read back
@@ -200,7 +199,7 @@ def test_the_memo_reads_back_what_it_computed_and_each_changed_input_is_computed
         add_run(s, "run4", mon, "evidence", 10, np.random.default_rng(9))
     reset(counted)
     changed = report(engine)
-    assert counted == counts(grounding=1, paired=4, pearson=1, roc=1, bootstrap=1)
+    assert counted == counts(grounding=1, paired=4, pearson=1, bootstrap=1)
     assert changed == fresh(engine, tmp_path, monkeypatch)
 
     # other bootstrap options: every comparison again, none of the grounding
@@ -225,13 +224,13 @@ def test_other_code_or_libraries_compute_again(sqlite_engine, memo_dir, counted,
     reset(counted)
     monkeypatch.setattr(report_cache, "code_stamp", lambda: "edited")
     assert report(sqlite_engine) == first
-    assert counted == counts(2, 6, 1, 4, 4)
+    assert counted == counts(2, 6, 1, 4)
     import scipy
 
     reset(counted)
     monkeypatch.setattr(scipy, "__version__", "0.0")
     assert report(sqlite_engine) == first
-    assert counted == counts(2, 6, 1, 4, 4)
+    assert counted == counts(2, 6, 1, 4)
     reset(counted)
     assert report(sqlite_engine) == first
     assert counted == counts()
