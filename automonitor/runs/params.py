@@ -61,6 +61,30 @@ def repeat_count(params: Mapping[str, object]) -> int:
     return repeat
 
 
+def fewshot_settings(params: Mapping[str, object]) -> tuple[int, int]:
+    """A few-shot run's ``(fewshot_k, fewshot_seed)`` from its parameters (defaults 4 and 0): how many
+    train examples its prompt shows and the seed that draws them.
+
+    Raises:
+        InputError: ``fewshot_k`` not a whole number >= 1 (``0``, ``-1``, ``2.5``, ``abc``: before, ``abc``
+            ended the run with a bare ``ValueError``, 0 and -1 ran a few-shot template with no example and
+            2.5 showed 2), or ``fewshot_seed`` not a whole number; ``field`` names the parameter.
+    """
+    out = []
+    for name, default, least in (("fewshot_k", 4, 1), ("fewshot_seed", 0, None)):
+        given = params.get(name, default)
+        value: int | None = None
+        if isinstance(given, int) and not isinstance(given, bool):
+            value = given
+        elif isinstance(given, str) and re.fullmatch(r"[+-]?\d+", given.strip()):
+            value = int(given)
+        if value is None or (least is not None and value < least):
+            need = f"a whole number >= {least}" if least is not None else "a whole number"
+            raise InputError(f"--param {name} must be {need}, got {given!r}", field=name)
+        out.append(value)
+    return out[0], out[1]
+
+
 #: query parameters of a base URL whose values are secrets (lower case; also any name containing one of
 #: ``_SECRET_QUERY_PARTS``)
 SECRET_QUERY_PARAMS = frozenset(

@@ -463,3 +463,24 @@ def test_cache_keys_equal_cache_key_for_every_repeat_and_view(view, monkeypatch)
     assert len({keys(texts[0], r) for r in (0, 1, 3)}) == 3
     b.model = "gpt-4o"  # a changed backend identity is never served a stale frame
     assert keys(texts[0]) == runner.cache_key("openai", "gpt-4o", b.base_url, "t-hash", sample_hash("q", "r"), params)
+
+
+@pytest.mark.parametrize("bad", ["abc", 0, -1, 2.5, "2.5", True, None])
+def test_fewshot_k_that_is_no_whole_number_of_at_least_one_is_refused(sqlite_engine, bad):
+    """``--param fewshot_k`` of a few-shot template is a whole number >= 1 (a digit string from the CLI too);
+    anything else is an InputError naming the field, by the run and its estimate alike (``abc`` raised a bare
+    ValueError, exit 1; 0 and -1 ran a few-shot template with no example; 2.5 showed 2). ``fewshot_seed`` too."""
+    add_pairs(sqlite_engine, 4, train_pairs=8)
+    with pytest.raises(InputError) as exc:
+        runner.create_run(sqlite_engine, "rules", "direct-fewshot", params={"fewshot_k": bad})
+    assert exc.value.field == "fewshot_k"
+    with pytest.raises(InputError) as exc:
+        runner.estimate_run(sqlite_engine, "openai:gpt-4o-mini", "direct-fewshot", params={"fewshot_k": bad})
+    assert exc.value.field == "fewshot_k"
+    with pytest.raises(InputError) as exc:
+        runner.create_run(sqlite_engine, "rules", "direct-fewshot", params={"fewshot_seed": "x1"})
+    assert exc.value.field == "fewshot_seed"
+    assert n_runs(sqlite_engine) == (0, 0)
+    rid = runner.create_run(sqlite_engine, "rules", "direct-fewshot", params={"fewshot_k": "3", "fewshot_seed": 1})
+    with session_scope(sqlite_engine) as s:
+        assert len(s.get(Run, rid).params["fewshot"]) == 3

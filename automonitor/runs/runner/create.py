@@ -20,6 +20,7 @@ from automonitor.runs.params import (
     backend_params,
     check_base_url,
     check_params,
+    fewshot_settings,
     redact_url,
     repeat_count,
 )
@@ -250,15 +251,14 @@ def fewshot_examples(s: Session, tpl: Template, params: dict[str, Any], view: st
     (:func:`automonitor.runs.fewshot.view_candidates`); none otherwise.
 
     Raises:
-        InputError: too few train samples of a label (:func:`automonitor.runs.prompts.choose_fewshot`).
+        InputError: too few train samples of a label (:func:`automonitor.runs.prompts.choose_fewshot`), a
+            ``fewshot_k``/``fewshot_seed`` that is no whole number, or ``fewshot_k`` < 1
+            (:func:`automonitor.runs.params.fewshot_settings`).
     """
     if not tpl.fewshot:
         return []
-    return choose_fewshot(
-        view_candidates(q.train_examples(s), view),
-        k=int(params.get("fewshot_k", 4)),
-        seed=int(params.get("fewshot_seed", 0)),
-    )
+    k, seed = fewshot_settings(params)
+    return choose_fewshot(view_candidates(q.train_examples(s), view), k=k, seed=seed)
 
 
 def _insert_run(
