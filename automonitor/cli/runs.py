@@ -197,13 +197,18 @@ def _apply_retries(params: dict[str, object], retries: int | None) -> None:
     parameters).
 
     Raises:
-        InputError: N < 0, or a ``--param max_attempts`` that says otherwise.
+        InputError: N < 0, a ``--param max_attempts`` that is no whole number >= 1 (field ``max_attempts``:
+            :func:`automonitor.runs.params.runner_settings`) or that says otherwise (``"3"`` and ``3`` agree
+            with ``--retries 2``).
     """
+    from automonitor.runs.params import runner_settings
+
     if retries is None:
         return
     if retries < 0:
         raise InputError("--retries must be 0 or more", field="retries")
-    if "max_attempts" in params and params["max_attempts"] != retries + 1:
+    given = runner_settings({"max_attempts": params["max_attempts"]}).max_attempts if "max_attempts" in params else None
+    if given is not None and given != retries + 1:
         raise InputError(
             f"--retries {retries} and --param max_attempts={params['max_attempts']} disagree "
             f"(--retries N means max_attempts=N+1)",

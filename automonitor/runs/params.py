@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Mapping, TypeVar
+from typing import Annotated, Mapping, TypeVar
 from urllib.parse import SplitResult
 
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
 from automonitor.errors import InputError
+from automonitor.jsontypes import JSONValue
 
 _FORBIDDEN_PARAM_WORDS = ("api_key", "apikey", "secret", "password", "token_key", "authorization")
 # runner-level params (not sent to the backend's cache key)
@@ -21,6 +25,8 @@ RUNNER_PARAMS = (
     "repeat",
 )
 MAX_REPEAT = 50
+#: attempts per judgement (the first included) when ``max_attempts`` is not given
+DEFAULT_MAX_ATTEMPTS = 6
 
 
 P = TypeVar("P", bound=Mapping[str, object])
@@ -45,44 +51,141 @@ def backend_params(params: Mapping[str, V]) -> dict[str, V]:
     return {k: v for k, v in params.items() if k not in RUNNER_PARAMS or k == "timeout"}
 
 
-def repeat_count(params: Mapping[str, object]) -> int:
-    """The run's ``repeat`` K (judgements per sample, 1..:data:`MAX_REPEAT`, default 1).
+def _whole(v: object) -> int:
+    """A whole number: an ``int`` (not ``bool``) or a string of digits (an optional sign, blanks around).
 
     Raises:
-        InputError: not an integer in 1..MAX_REPEAT.
+        ValueError: anything else (``2.5``, ``"2.5"``, ``3.0``, ``true``, ``"abc"``, NaN, a list, ...)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return v
+    if isinstance(v, str) and re.fullmatch(r"[+-]?[0-9]+", v.strip()):
+        return int(v.strip())  # ValueError past Python's digit limit (4300)
+    raise ValueError("not a whole number")
+
+
+def _seconds(v: object) -> float:
+    """A finite number of seconds: an ``int``/``float`` (not ``bool``) or a string holding one.
+
+    Raises:
+        ValueError: not a number, NaN or infinite."""
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        try:
+            out = float(v)
+        except OverflowError:
+            raise ValueError("not a finite number") from None
+    elif isinstance(v, str):
+        out = float(v.strip())  # ValueError for "abc"
+    else:
+        raise ValueError("not a number")
+    if not math.isfinite(out):
+        raise ValueError("not a finite number")
+    return out
+
+
+Whole = Annotated[int, BeforeValidator(_whole)]
+Seconds = Annotated[float, BeforeValidator(_seconds)]
+
+
+class RunnerSettings(BaseModel):
+    """The runner's own parameters (:data:`RUNNER_PARAMS`), declared once with type and range and
+    validated when a run is created (:func:`runner_settings`); every reader takes them from here.
+
+    Counts are whole numbers (an ``int`` or a string of digits: ``3`` and ``"3"``; never ``2.5``,
+    ``"2.5"``, ``3.0``, ``true``, ``"abc"``); seconds are finite numbers (NaN and Infinity refused).
+
+    Attributes:
+        max_attempts: attempts per judgement, the first included (>= 1, default 6).
+        backoff_initial: first back-off in seconds (>= 0, default 0.5).
+        backoff_max: back-off cap in seconds (>= 0, default 30).
+        retry_after_max: cap on a server's ``Retry-After`` in seconds (>= 0, default 120).
+        timeout: total deadline of one request in seconds (> 0; ``None``: the backend's default, 60).
+        fewshot_k: few-shot examples shown (>= 1, default 4).
+        fewshot_seed: seed drawing them (any whole number, default 0).
+        repeat: judgements per sample (1..:data:`MAX_REPEAT`, default 1).
     """
-    given = params.get("repeat", 1)
-    try:
-        repeat = int(given) if isinstance(given, (int, float, str)) else 0
-    except ValueError:
-        repeat = 0
-    if not 1 <= repeat <= MAX_REPEAT:
-        raise InputError(f"--repeat must be between 1 and {MAX_REPEAT}, got {params.get('repeat')!r}", field="repeat")
-    return repeat
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    max_attempts: Whole = Field(default=DEFAULT_MAX_ATTEMPTS, ge=1)
+    backoff_initial: Seconds = Field(default=0.5, ge=0.0)
+    backoff_max: Seconds = Field(default=30.0, ge=0.0)
+    retry_after_max: Seconds = Field(default=120.0, ge=0.0)
+    timeout: Seconds | None = Field(default=None, gt=0.0)  # None only as the default (a given null is refused)
+    fewshot_k: Whole = Field(default=4, ge=1)
+    fewshot_seed: Whole = 0
+    repeat: Whole = Field(default=1, ge=1, le=MAX_REPEAT)
+
+
+#: what each runner parameter must be, in the words of an error message
+_NEEDS = {
+    "max_attempts": "a whole number >= 1",
+    "backoff_initial": "a finite number of seconds >= 0",
+    "backoff_max": "a finite number of seconds >= 0",
+    "retry_after_max": "a finite number of seconds >= 0",
+    "timeout": "a finite number of seconds > 0",
+    "fewshot_k": "a whole number >= 1",
+    "fewshot_seed": "a whole number",
+    "repeat": f"a whole number between 1 and {MAX_REPEAT}",
+}
+
+
+def runner_settings(params: Mapping[str, object]) -> RunnerSettings:
+    """The validated runner parameters of a run's ``params`` (other keys ignored; defaults for the
+    missing ones).
+
+    Raises:
+        InputError: a runner parameter of the wrong type or out of range (``null`` included: a key given
+            means a value); ``field`` names the first such parameter (in :data:`RUNNER_PARAMS` order) and
+            the message what it must be and what was given.
+    """
+    given = {k: params[k] for k in RUNNER_PARAMS if k in params}
+    bad = {k for k, v in given.items() if v is None}
+    if not bad:
+        try:
+            return RunnerSettings.model_validate(given)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e.get("loc")}
+    name = next(k for k in RUNNER_PARAMS if k in bad)
+    shown = repr(given[name])
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    option = "--repeat/--param repeat" if name == "repeat" else f"--param {name}"
+    raise InputError(f"{option} must be {_NEEDS[name]}, got {shown}", field=name)
+
+
+def normalised_params(params: Mapping[str, JSONValue]) -> dict[str, JSONValue]:
+    """``params`` with each runner parameter it gives replaced by its validated value
+    (:func:`runner_settings`: ``"3"`` -> ``3``, ``"0.5"`` -> ``0.5``); missing ones stay missing, the
+    other keys as given.
+
+    Raises:
+        InputError: see :func:`runner_settings`.
+    """
+    settings = runner_settings(params)
+    return {k: (getattr(settings, k) if k in RUNNER_PARAMS else v) for k, v in params.items()}
+
+
+def repeat_count(params: Mapping[str, object]) -> int:
+    """The run's ``repeat`` K (judgements per sample, 1..:data:`MAX_REPEAT`, default 1;
+    :class:`RunnerSettings`).
+
+    Raises:
+        InputError: any runner parameter invalid (:func:`runner_settings`), e.g. ``repeat`` not a whole
+            number in 1..MAX_REPEAT (``2.5`` before ran 2 repeats).
+    """
+    return runner_settings(params).repeat
 
 
 def fewshot_settings(params: Mapping[str, object]) -> tuple[int, int]:
     """A few-shot run's ``(fewshot_k, fewshot_seed)`` from its parameters (defaults 4 and 0): how many
-    train examples its prompt shows and the seed that draws them.
+    train examples its prompt shows and the seed that draws them (:class:`RunnerSettings`).
 
     Raises:
-        InputError: ``fewshot_k`` not a whole number >= 1 (``0``, ``-1``, ``2.5``, ``abc``: before, ``abc``
-            ended the run with a bare ``ValueError``, 0 and -1 ran a few-shot template with no example and
-            2.5 showed 2), or ``fewshot_seed`` not a whole number; ``field`` names the parameter.
+        InputError: any runner parameter invalid (:func:`runner_settings`), e.g. ``fewshot_k`` not a whole
+            number >= 1 (``0``, ``-1``, ``2.5``, ``abc``) or ``fewshot_seed`` not a whole number; ``field``
+            names the parameter.
     """
-    out = []
-    for name, default, least in (("fewshot_k", 4, 1), ("fewshot_seed", 0, None)):
-        given = params.get(name, default)
-        value: int | None = None
-        if isinstance(given, int) and not isinstance(given, bool):
-            value = given
-        elif isinstance(given, str) and re.fullmatch(r"[+-]?\d+", given.strip()):
-            value = int(given)
-        if value is None or (least is not None and value < least):
-            need = f"a whole number >= {least}" if least is not None else "a whole number"
-            raise InputError(f"--param {name} must be {need}, got {given!r}", field=name)
-        out.append(value)
-    return out[0], out[1]
+    settings = runner_settings(params)
+    return settings.fewshot_k, settings.fewshot_seed
 
 
 #: query parameters of a base URL whose values are secrets (lower case; also any name containing one of

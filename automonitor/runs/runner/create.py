@@ -21,6 +21,7 @@ from automonitor.runs.params import (
     check_base_url,
     check_params,
     fewshot_settings,
+    normalised_params,
     redact_url,
     repeat_count,
 )
@@ -91,7 +92,8 @@ def create_run(
         sources: judge only the samples of these sources (``None``: all).
 
     Raises:
-        InputError: unknown backend/template/view, bad limit/concurrency, empty test split, missing API
+        InputError: unknown backend/template/view, bad limit/concurrency, a runner parameter of the wrong
+            type or out of range (:func:`automonitor.runs.params.runner_settings`), empty test split, missing API
             key, too few train samples for a few-shot template, a source named in ``sources`` that has no
             sample in the edition or lacks the part ``view`` needs (the message names source and part), no
             sample with the view. Nothing is written in that case.
@@ -145,14 +147,16 @@ def create_run(
 def _checked_options(
     spec: MonitorSpec, params: dict[str, Any], limit: int | None, concurrency: int, base_url: str | None
 ) -> tuple[dict[str, Any], int]:
-    """Validate the run options; returns ``(params, repeat)`` with ``params["repeat"]`` dropped for a
-    single judgement (same as older runs) and normalised to an int otherwise.
+    """Validate the run options; returns ``(params, repeat)`` with the runner parameters given replaced
+    by their validated values (:func:`automonitor.runs.params.normalised_params`) and ``params["repeat"]``
+    dropped for a single judgement (same as older runs).
 
     Raises:
-        InputError: a secret-looking parameter, limit < 1, concurrency < 1, repeat outside 1..50, a
-            base URL that is not http(s) or given to a backend that takes none.
+        InputError: a secret-looking parameter, limit < 1, concurrency < 1, a runner parameter of the
+            wrong type or out of range (:class:`automonitor.runs.params.RunnerSettings`: field names it),
+            a base URL that is not http(s) or given to a backend that takes none.
     """
-    params = check_params(params)
+    params = normalised_params(check_params(params))
     if limit is not None and int(limit) < 1:
         raise InputError("--limit must be at least 1", field="limit")
     if int(concurrency) < 1:

@@ -9,7 +9,7 @@ from automonitor.runs.cache import view_text
 from automonitor.runs.monitors import backend_class, parse_monitor_spec
 from automonitor.runs.monitors.pricing import resolve_price
 from automonitor.runs.prompts import PromptBuilder, load_template
-from automonitor.runs.params import backend_params
+from automonitor.runs.params import backend_params, check_params, normalised_params
 from automonitor.runs.runner.create import fewshot_examples, select_samples
 from store import session_scope
 from store.queries.samples import check_edition
@@ -47,10 +47,12 @@ def estimate_run(
     ``price_known: false`` and ``est_cost_usd: null`` (unknown, not 0).
 
     Raises:
-        InputError: unknown backend/template, bad limit, empty test split, bad parameter.
+        InputError: unknown backend/template, bad limit, empty test split, bad parameter (a runner parameter
+            of the wrong type or out of range: :func:`automonitor.runs.params.runner_settings`).
     """
     spec = parse_monitor_spec(monitor)
     tpl = load_template(template)
+    params = normalised_params(check_params(dict(params or {})))  # the runner's own, as create_run checks them
     check_edition(edition)
     with session_scope(engine) as s:
         sel = select_samples(s, edition, limit, sample_seed, controls, view=view)

@@ -14,12 +14,14 @@ from typing import Any, AsyncIterator, Callable
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from automonitor.errors import redact
+from automonitor.runs import params as run_params
 from automonitor.runs.monitors import Backend, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.runner.limiter import AIMDLimiter
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAX_ATTEMPTS = 6
+#: attempts per judgement when ``max_attempts`` is not given (:class:`automonitor.runs.params.RunnerSettings`)
+DEFAULT_MAX_ATTEMPTS = run_params.DEFAULT_MAX_ATTEMPTS
 
 
 @dataclass(frozen=True)
@@ -34,16 +36,18 @@ class RetryPolicy:
     @classmethod
     def from_params(cls, judge_params: dict[str, Any]) -> RetryPolicy:
         """The policy of a run's judge parameters (``max_attempts``, ``backoff_initial``,
-        ``backoff_max``, ``retry_after_max``; defaults for the missing ones).
+        ``backoff_max``, ``retry_after_max``; defaults for the missing ones), as validated by
+        :func:`automonitor.runs.params.runner_settings`.
 
         Raises:
-            ValueError / TypeError: a value that is not a number.
+            InputError: a runner parameter of the wrong type or out of range (``field`` names it).
         """
+        st = run_params.runner_settings(judge_params)
         return cls(
-            max_attempts=int(judge_params.get("max_attempts", DEFAULT_MAX_ATTEMPTS)),
-            backoff_initial=float(judge_params.get("backoff_initial", 0.5)),
-            backoff_max=float(judge_params.get("backoff_max", 30.0)),
-            retry_after_max=float(judge_params.get("retry_after_max", 120.0)),
+            max_attempts=st.max_attempts,
+            backoff_initial=st.backoff_initial,
+            backoff_max=st.backoff_max,
+            retry_after_max=st.retry_after_max,
         )
 
     def wait_s(self, exc: BaseException | None, attempt_number: int) -> float:
