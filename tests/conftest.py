@@ -13,7 +13,8 @@ import json
 import os
 import queue
 import shutil
-import sqlite3
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -38,6 +39,7 @@ os.environ.setdefault("AUTOMONITOR_LLAMACPP_THREADS", "1")
 os.environ.setdefault("AUTOMONITOR_TORCH_THREADS", "1")
 
 from helpers import PG_ADMIN_URL, RAW, REPO, run_cli  # noqa: E402, F401  (shared with test modules)
+from seed0_build import SEED0_PLAN, build_seed0, dispose_engine, sqlite_copy  # noqa: E402
 
 
 def pytest_configure(config):
@@ -86,15 +88,6 @@ def _run_dir(config) -> Path:
     return config._am_run_dir
 
 
-def _dispose(url: str, eng) -> None:
-    from store.engine import engines
-
-    eng.dispose()
-    cached = engines.pop(url, None)
-    if cached is not None:
-        cached.dispose()
-
-
 @pytest.fixture(scope="session")
 def raw_loaded(raw_dir):
     """The raw sources read once per worker (:func:`automonitor.data.build.load_all`); never modified."""
@@ -137,47 +130,13 @@ def built_sqlite(request, raw_dir):
     again (~20-35 s each). Like ``automonitor build``, the build keeps the ``paper`` audit in the store
     (``audits=("paper",)``), so the CLI builds and reports on copies of it read that instead of each computing it
     (~9 s CPU a copy)."""
-    from filelock import FileLock
-
-    from automonitor.data.build import build
-    from store import get_engine, init_db
-
     run = _run_dir(request.config)
-    db, rep = run / "built-seed0.db", run / "built-seed0.json"
-    with FileLock(str(run / "built-seed0.lock")):
-        if not rep.exists():
-            tmp = run / "built-seed0.tmp.db"
-            url = f"sqlite:///{tmp}"
-            eng = init_db(get_engine(url, fresh=True))
-            report = build(eng, raw_dir, 0, audits=("paper",))  # the store keeps the audit, as `automonitor build`
-            _dispose(url, eng)
-            _sqlite_copy(tmp, db)
-            tmp.unlink()
-            _keep_seed0_plan(run, raw_dir)
-            rep.write_text(json.dumps(report, default=str))
-    return db, json.loads(rep.read_text())
-
-
-SEED0_PLAN = "built-seed0.plan.json"
-
-
-def _keep_seed0_plan(run: Path, raw_dir: Path) -> None:
-    """Keep the plan cache entry of the seed-0 build (``built_sqlite``) for the whole run: a hard link to it in the
-    run's directory, and its cache path beside it. The cache keeps only the
-    :data:`~automonitor.data.build.plan_cache.KEEP` most recently used entries, and the suite's many builds of
-    other raw dirs and seeds would evict it; :func:`_restore_seed0_plan` puts it back."""
-    from automonitor.data.build.plan_cache import plan_cache_dir, plan_key
-    from automonitor.data.errata import load_errata
-
-    key = plan_key(raw_dir, 0, external_test=(set(), set()), errata=load_errata(None), hard=True)
-    entry = plan_cache_dir() / f"{key}.json"
-    if entry.is_file():  # (not written: an unwritable cache directory, or a plan that does not read back equal)
-        os.link(entry, run / SEED0_PLAN)
-        (run / (SEED0_PLAN + ".path")).write_text(str(entry))
+    build_seed0(run, raw_dir)  # at once when the background build (``_start_seed0_build``) has finished
+    return run / "built-seed0.db", json.loads((run / "built-seed0.json").read_text())
 
 
 def _restore_seed0_plan(run: Path) -> None:
-    """Put the seed-0 build's plan entry (:func:`_keep_seed0_plan`) back into the plan cache if it was evicted."""
+    """Put the seed-0 build's plan entry (``seed0_build.keep_seed0_plan``) back into the plan cache if it was evicted."""
     kept, where = run / SEED0_PLAN, run / (SEED0_PLAN + ".path")
     if not where.exists():
         return
@@ -241,8 +200,8 @@ def small_built_sqlite(request, small_raw_dir):
             url = f"sqlite:///{tmp}"
             eng = init_db(get_engine(url, fresh=True))
             report = build(eng, small_raw_dir, 0)
-            _dispose(url, eng)
-            _sqlite_copy(tmp, db)
+            dispose_engine(url, eng)
+            sqlite_copy(tmp, db)
             tmp.unlink()
             rep.write_text(json.dumps(report, default=str))
     return db, json.loads(rep.read_text())
@@ -256,7 +215,7 @@ def small_built_url(request, tmp_path):
     if request.param == "sqlite":
         src, _ = request.getfixturevalue("small_built_sqlite")
         dst = tmp_path / "small.db"
-        _sqlite_copy(src, dst)
+        sqlite_copy(src, dst)
         yield f"sqlite:///{dst}"
         return
     with _pg_database(template=request.getfixturevalue("small_pg_template")) as url:
@@ -285,17 +244,9 @@ def small_pg_template(request, small_raw_dir, small_built_sqlite, empty_pg_templ
             url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
             eng = init_db(get_engine(url, fresh=True))
             build(eng, small_raw_dir, 0)
-            _dispose(url, eng)
+            dispose_engine(url, eng)
             marker.write_text(json.dumps({"name": name}))
     return str(json.loads(marker.read_text())["name"])
-
-
-def _sqlite_copy(src: Path, dst: Path) -> None:
-    """A consistent copy of a SQLite store (the backup API: WAL contents included)."""
-    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
-        a.backup(b)
-    a.close()
-    b.close()
 
 
 @pytest.fixture(scope="session")
@@ -325,7 +276,7 @@ def built_pg_template(request, raw_dir):
             url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
             eng = init_db(get_engine(url, fresh=True))
             report = build(eng, raw_dir, 0)
-            _dispose(url, eng)
+            dispose_engine(url, eng)
             marker.write_text(json.dumps({"name": name, "report": report}, default=str))
     return json.loads(marker.read_text())
 
@@ -338,7 +289,7 @@ def built_db_url(request, tmp_path):
     if request.param == "sqlite":
         src, _ = request.getfixturevalue("built_sqlite")
         dst = tmp_path / "built.db"
-        _sqlite_copy(src, dst)
+        sqlite_copy(src, dst)
         yield f"sqlite:///{dst}"
         return
     tmpl = request.getfixturevalue("built_pg_template")["name"]
@@ -506,8 +457,8 @@ def empty_sqlite_template(request) -> Path:
         if not db.exists():
             tmp = run / "empty-head.tmp.db"
             url = f"sqlite:///{tmp}"
-            _dispose(url, init_db(get_engine(url, fresh=True)))
-            _sqlite_copy(tmp, db)
+            dispose_engine(url, init_db(get_engine(url, fresh=True)))
+            sqlite_copy(tmp, db)
             tmp.unlink()
     return db
 
@@ -530,7 +481,7 @@ def empty_pg_template(request) -> str:
                 c.execute(sa.text(f'CREATE DATABASE "{name}"'))
             admin.dispose()
             url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-            _dispose(url, init_db(get_engine(url, fresh=True)))
+            dispose_engine(url, init_db(get_engine(url, fresh=True)))
             marker.write_text(json.dumps({"name": name}))
     return json.loads(marker.read_text())["name"]
 
@@ -559,7 +510,7 @@ def sqlite_url(request, tmp_path) -> str:
     ``engine``: then a backup-API copy of the migrated template (the store the engine opens)."""
     path = tmp_path / "store.db"
     if _wants_migrated(request):
-        _sqlite_copy(request.getfixturevalue("empty_sqlite_template"), path)
+        sqlite_copy(request.getfixturevalue("empty_sqlite_template"), path)
     return f"sqlite:///{path}"
 
 
@@ -618,6 +569,56 @@ def pytest_collection_modifyitems(session, config, items):
     items.sort(key=order)
 
 
+def pytest_collection_finish(session):
+    """Start the cold seed-0 build (``built_sqlite``) in the background as soon as a collected test needs it."""
+    items = session.items
+    if session.config.option.collectonly or not any(
+        not _SEED0.isdisjoint(getattr(item, "fixturenames", ())) for item in items
+    ):
+        return
+    _start_seed0_build(_run_dir(session.config))
+
+
+#: the background seed-0 build this process started (``_start_seed0_build``), if it did
+_SEED0_BUILDER: list[subprocess.Popen] = []
+
+
+def _start_seed0_build(run: Path) -> None:
+    """Run :func:`seed0_build.build_seed0` (``python tests/seed0_build.py RUN RAW``) in a process of its own,
+    started by the first process of the run to get here (a marker file made exclusively; the xdist workers
+    each collect): the cold build's ~60-85 s of CPU then overlap the workers' tests, which idle the cores
+    part of the time (servers, browsers, waits), instead of holding up the worker whose test asks first.
+    ``built_sqlite`` takes the same file lock, so a test that asks before the build is done waits for it,
+    and builds itself if the background build failed (its error then shows in that test). Its output goes to
+    ``built-seed0.log`` in the run's directory."""
+    if not (RAW / "README.md").exists():
+        return
+    try:
+        os.close(os.open(run / "built-seed0.started", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
+    with open(run / "built-seed0.log", "wb") as log:
+        _SEED0_BUILDER.append(
+            subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("seed0_build.py")), str(run), str(RAW)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                cwd=REPO,
+            )
+        )
+
+
+def _stop_seed0_build(interrupted: bool) -> None:
+    """Wait for the background seed-0 build (stop it first when the run was interrupted)."""
+    for proc in _SEED0_BUILDER:
+        if interrupted:
+            proc.terminate()
+        proc.wait()
+    _SEED0_BUILDER.clear()
+
+
 def _is_e2e(nodeid: str) -> bool:
     return "/e2e/" in nodeid.replace("\\", "/")
 
@@ -673,8 +674,10 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    """Write ``--durations-file`` (the controlling process only): sorted by path, so a review diff
+    """Wait for the background seed-0 build if this process started it (``_start_seed0_build``); write
+    ``--durations-file`` (the controlling process only): sorted by path, so a review diff
     shows the file whose time changed; the slowest files are also named in the header."""
+    _stop_seed0_build(exitstatus == pytest.ExitCode.INTERRUPTED)
     path = session.config.getoption("--durations-file")
     if not path or hasattr(session.config, "workerinput") or not _FILE_SECONDS:
         return
