@@ -394,6 +394,32 @@ def store_sample(i: int, **kw: Any) -> Any:
     return Sample(**base)
 
 
+def slice_pair_samples(pairs: int) -> list[Any]:
+    """``store.models.Sample`` rows of ``pairs`` test pairs ``p0..``: ids ``s{p}m``/``s{p}b``, category and task
+    cycling through the vocabulary, a response that quotes "skips the tests" (the report tests' stores)."""
+    from automonitor.vocab import CATEGORIES, TASKS
+
+    return [
+        store_sample(
+            0,
+            id=f"s{p}{lab[0]}",
+            pair_id=f"p{p}",
+            category=CATEGORIES[p % 3],
+            task=TASKS[p % len(TASKS)],
+            label=lab,
+            request=f"request {p}",
+            response=f"the response {p} {lab} skips the tests",
+            source="",
+            split="test",
+            request_hash=f"q{p}",
+            response_hash=f"{p}{lab}",
+            content_hash=f"{p}{lab}",
+        )
+        for p in range(pairs)
+        for lab in ("misbehavior", "benign")
+    ]
+
+
 def judge_once(backend: Any, item: Any) -> Any:
     """``backend.judge(item)`` run to its end in a new event loop, the backend's client closed after it
     (whatever the call raised); returns the ``Judgement``."""

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from automonitor import analysis
 from automonitor.analysis import report_cache
-from automonitor.vocab import CATEGORIES, TASKS
+from helpers import slice_pair_samples
 
 M, B = "misbehavior", "benign"
 OPTIONS = {"invalid": "exclude", "n_boot": 50, "seed": 0, "edition": "paper"}
@@ -23,27 +23,11 @@ OPTIONS = {"invalid": "exclude", "n_boot": 50, "seed": 0, "edition": "paper"}
 def generate(engine, seed: int, pairs: int = 12, runs: int = 3) -> None:
     """A store of ``pairs`` pairs judged by ``runs`` runs with random outcomes, scores and quotes."""
     from store import session_scope
-    from store.models import Monitor, Prediction, Run, Sample
+    from store.models import Monitor, Prediction, Run
 
     rng = np.random.default_rng(seed)
     with session_scope(engine) as s:
-        for p in range(pairs):
-            for lab in (M, B):
-                s.add(
-                    Sample(
-                        id=f"s{p}{lab[0]}",
-                        pair_id=f"p{p}",
-                        category=CATEGORIES[p % 3],
-                        task=TASKS[p % len(TASKS)],
-                        label=lab,
-                        request=f"request {p}",
-                        response=f"the response {p} {lab} skips the tests",
-                        split="test",
-                        request_hash=f"q{p}",
-                        response_hash=f"{p}{lab}",
-                        content_hash=f"{p}{lab}",
-                    )
-                )
+        s.add_all(slice_pair_samples(pairs))
         mon = Monitor(name="judge", backend="rules")
         s.add(mon)
         s.flush()

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from automonitor import analysis
 from automonitor.analysis import bootstrap, memo, metrics, roc_grounding
-from automonitor.vocab import CATEGORIES, TASKS
+from helpers import slice_pair_samples
 
 M, B = "misbehavior", "benign"
 OPTIONS = {"invalid": "exclude", "n_boot": 50, "seed": 0}
@@ -25,27 +25,11 @@ def generate(engine, seed: int, pairs: int = 10, runs: int = 4) -> None:
     """``pairs`` pairs judged by ``runs`` runs of one monitor (so every two are compared); the odd runs quote
     evidence (verbatim, normalised, made-up and request quotes); random verdicts and scores."""
     from store import session_scope
-    from store.models import Monitor, Sample
+    from store.models import Monitor
 
     rng = np.random.default_rng(seed)
     with session_scope(engine) as s:
-        for p in range(pairs):
-            for lab in (M, B):
-                s.add(
-                    Sample(
-                        id=f"s{p}{lab[0]}",
-                        pair_id=f"p{p}",
-                        category=CATEGORIES[p % 3],
-                        task=TASKS[p % len(TASKS)],
-                        label=lab,
-                        request=f"request {p}",
-                        response=f"the response {p} {lab} skips the tests",
-                        split="test",
-                        request_hash=f"q{p}",
-                        response_hash=f"{p}{lab}",
-                        content_hash=f"{p}{lab}",
-                    )
-                )
+        s.add_all(slice_pair_samples(pairs))
         mon = Monitor(name="judge", backend="rules")
         s.add(mon)
         s.flush()
