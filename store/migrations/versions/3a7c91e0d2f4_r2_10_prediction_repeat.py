@@ -3,8 +3,6 @@
 The uniqueness of a prediction becomes (run_id, sample_id, repeat); every existing prediction is
 repeat 0, the run's verdict.
 
-Revision ID: 3a7c91e0d2f4
-Revises: b1c2d3e4f5a6
 Create Date: 2026-11-30 22:00:00
 """
 from alembic import op
@@ -13,8 +11,6 @@ import sqlalchemy as sa
 
 revision = '3a7c91e0d2f4'
 down_revision = 'b1c2d3e4f5a6'
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:

@@ -1,7 +1,5 @@
 """a pair holds at most one sample per label (unique (pair_id, label) on sample); login throttle
 
-Revision ID: 7a3e9c51d2b0
-Revises: 3a7c91e0d2f4
 Create Date: 2026-11-30 21:40:00
 
 The pair invariant of the contract (two samples a pair, one ``misbehavior`` and one ``benign``) is enforced
@@ -11,13 +9,12 @@ Table ``login_throttle``: failed-login counters and temporary locks per account 
 """
 from alembic import op
 import sqlalchemy as sa
-import sqlmodel
+
+from store.migrations.ddl import integer, string, utc
 
 
 revision = '7a3e9c51d2b0'
 down_revision = '3a7c91e0d2f4'
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
@@ -31,10 +28,10 @@ def upgrade() -> None:
     with op.batch_alter_table('sample', schema=None) as batch_op:
         batch_op.create_unique_constraint('uq_sample_pair_label', ['pair_id', 'label'])
     op.create_table('login_throttle',
-    sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
-    sa.Column('failures', sa.Integer(), nullable=False),
-    sa.Column('last_failure_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
-    sa.Column('locked_until', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+    string('key', 200),
+    integer('failures'),
+    utc('last_failure_at', nullable=True),
+    utc('locked_until', nullable=True),
     sa.PrimaryKeyConstraint('key')
     )
 

@@ -6,29 +6,16 @@ run and the lists leave it out by default. The check ``ck_run_kind`` of :mod:`r8
 replaced by one that also takes it (a CHECK constraint on PostgreSQL, the two triggers on SQLite). The
 downgrade restores the old list and fails, changing nothing, while a run of kind ``ladder`` is stored.
 
-Revision ID: r10_ladder_run_kind
-Revises: r9_constructed_benign
 Create Date: 2026-12-05 10:00:00
 """
-
-from alembic import op
 
 from store.migrations.versions import r8_vocabulary_checks as r8
 from store.migrations.versions import r9_constructed_benign as r9
 
 revision = "r10_ladder_run_kind"
 down_revision = "r9_constructed_benign"
-branch_labels = None
-depends_on = None
 
-#: the vocabulary rules as of this revision (r9's, with the run-kind list grown)
-_OLD, _NEW, RULES = r8.grown(r9.RULES, "ck_run_kind", "ladder")
+#: the vocabulary rules as of this revision (r9's, with the run-kind list grown); the upgrade swaps the check for the
+#: widened one, the downgrade swaps it back
+RULES, upgrade, downgrade = r8.widened(r9.RULES, "ck_run_kind", "ladder")
 RANGES = r9.RANGES
-
-
-def upgrade() -> None:
-    r8.replace(op.get_bind(), _OLD, _NEW)
-
-
-def downgrade() -> None:
-    r8.replace(op.get_bind(), _NEW, _OLD)

@@ -6,27 +6,24 @@ change, now keep it in the store under the fingerprint of the samples it was com
 fingerprint matches reads it instead of computing it. The store only keeps the text: the core names the key and decides
 whether a fingerprint matches.
 
-Revision ID: r11_derived_document
-Revises: r10_ladder_run_kind
 Create Date: 2026-12-05 19:30:00
 """
 from alembic import op
 import sqlalchemy as sa
-import sqlmodel
+
+from store.migrations.ddl import string, text, utc
 
 
 revision = 'r11_derived_document'
 down_revision = 'r10_ladder_run_kind'
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
     op.create_table('derived_document',
-    sa.Column('key', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('fingerprint', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('doc', sa.Text(), nullable=False),
-    sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+    string('key', 64),
+    string('fingerprint', 64),
+    text('doc', nullable=False),
+    utc('created_at'),
     sa.PrimaryKeyConstraint('key'),
     )
 

@@ -12,8 +12,6 @@ that disagree on backend or model (e.g. an imported ``rules`` next to the built-
 merged: the upgrade stops, changing nothing, naming the rows; rename one (``UPDATE monitor SET name = ...
 WHERE id = ...`` and its runs' ``monitor`` column) and upgrade again.
 
-Revision ID: r12_monitor_name_unique
-Revises: r11_derived_document
 Create Date: 2026-12-05 23:55:00
 """
 from typing import Any
@@ -24,8 +22,6 @@ import sqlalchemy as sa
 
 revision = 'r12_monitor_name_unique'
 down_revision = 'r11_derived_document'
-branch_labels = None
-depends_on = None
 
 INDEX = 'uq_monitor_name_url_any'
 

@@ -12,8 +12,6 @@ also drop the run table's vocabulary triggers of :mod:`r8_vocabulary_checks`).
 The downgrade makes them INTEGER again; it stops, changing nothing and naming the runs, while a run holds
 a total of 2**31 or more.
 
-Revision ID: r13_run_token_totals_bigint
-Revises: r12_monitor_name_unique
 Create Date: 2026-12-06 17:00:00
 """
 from alembic import op
@@ -22,8 +20,6 @@ import sqlalchemy as sa
 
 revision = 'r13_run_token_totals_bigint'
 down_revision = 'r12_monitor_name_unique'
-branch_labels = None
-depends_on = None
 
 #: the run columns that hold sums of per-call token counts
 COLUMNS = ('tokens_in', 'tokens_out')

@@ -5,8 +5,6 @@ refuses (a) an ``edition_sample`` row for a sample that is not ``gold`` and (b) 
 change away from ``gold`` while the sample is a member of an edition (the membership must be dropped
 first, as the build does). The upgrade first drops the memberships such a race left behind.
 
-Revision ID: r3_concurrency
-Revises: c12a0f1a9e01
 Create Date: 2026-12-01 20:40:00
 """
 from alembic import op
@@ -14,8 +12,6 @@ from alembic import op
 
 revision = 'r3_concurrency'
 down_revision = 'r3_spans'
-branch_labels = None
-depends_on = None
 
 MESSAGE = "an edition holds gold samples only"
 

@@ -7,8 +7,6 @@ would accept (none are written by the app or the importer, which validate them),
 database refuse ``evidence_start < 0``, ``evidence_end <= evidence_start``, one offset without the
 other, and spans without offsets.
 
-Revision ID: r7_evidence_spans
-Revises: r3_concurrency
 Create Date: 2026-12-07 10:00:00
 """
 from alembic import op
@@ -17,8 +15,6 @@ import sqlalchemy as sa
 
 revision = 'r7_evidence_spans'
 down_revision = 'r3_concurrency'
-branch_labels = None
-depends_on = None
 
 ORDER = (
     "(evidence_start IS NULL AND evidence_end IS NULL) "

@@ -9,8 +9,6 @@ SQLite cannot add a CHECK to an existing table without copying it (which would d
 triggers), so it gets a BEFORE INSERT and a BEFORE UPDATE trigger per column that abort with the
 constraint's name. The upgrade fails, changing nothing, if a row already holds a value outside the list.
 
-Revision ID: r8_vocabulary_checks
-Revises: r7_revoked_session
 Create Date: 2026-12-04 19:00:00
 """
 from alembic import op
@@ -18,8 +16,6 @@ from alembic import op
 
 revision = 'r8_vocabulary_checks'
 down_revision = 'r7_revoked_session'
-branch_labels = None
-depends_on = None
 
 #: (table, column, allowed values, NULL allowed, constraint name): the vocabulary as of this revision
 RULES = [
@@ -114,6 +110,22 @@ def replace(bind, old, new) -> None:
     :func:`create`, which fails, changing nothing, while a row holds a value ``new`` refuses)."""
     drop(bind, rules=[old], ranges=[])
     create(bind, rules=[new], ranges=[])
+
+
+def widened(rules, name, value):
+    """``(rules', upgrade, downgrade)`` of a later revision that widens one vocabulary check: ``rules'`` is
+    ``rules`` with ``value`` added to the allowed values of the rule ``name`` (:func:`grown`), ``upgrade``
+    swaps that rule's check for the widened one and ``downgrade`` swaps it back (:func:`replace`: the
+    downgrade fails, changing nothing, while a row holds ``value``)."""
+    old, new, rules = grown(rules, name, value)
+
+    def upgrade() -> None:
+        replace(op.get_bind(), old, new)
+
+    def downgrade() -> None:
+        replace(op.get_bind(), new, old)
+
+    return rules, upgrade, downgrade
 
 
 def upgrade() -> None:

@@ -6,28 +6,15 @@ professor_cue) get their own label provenance ``constructed_benign`` (CONTRACT, 
 constraint on PostgreSQL, the two triggers on SQLite). The downgrade restores the old list and fails,
 changing nothing, while a row holds ``constructed_benign``.
 
-Revision ID: r9_constructed_benign
-Revises: r9_accounts_errata
 Create Date: 2026-12-05 03:00:00
 """
-
-from alembic import op
 
 from store.migrations.versions import r8_vocabulary_checks as r8
 
 revision = "r9_constructed_benign"
 down_revision = "r9_accounts_errata"
-branch_labels = None
-depends_on = None
 
-#: the vocabulary rules as of this revision (r8's, with the label-source list grown)
-_OLD, _NEW, RULES = r8.grown(r8.RULES, "ck_sample_label_source", "constructed_benign")
+#: the vocabulary rules as of this revision (r8's, with the label-source list grown); the upgrade swaps the check for the
+#: widened one, the downgrade swaps it back
+RULES, upgrade, downgrade = r8.widened(r8.RULES, "ck_sample_label_source", "constructed_benign")
 RANGES = r8.RANGES
-
-
-def upgrade() -> None:
-    r8.replace(op.get_bind(), _OLD, _NEW)
-
-
-def downgrade() -> None:
-    r8.replace(op.get_bind(), _NEW, _OLD)
