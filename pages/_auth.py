@@ -1,6 +1,6 @@
 """Logins in the app (Streamlit): the logged-in ``automonitor.annotation.accounts.Account``
 (``st.session_state["auth.account"]``), the guards a page calls first (:func:`require_workbench`,
-:func:`require_login`), and the signed session cookie that keeps a login across reloads."""
+:func:`require_login`; :func:`workbench_page`: the guard with the page's title), and the signed session cookie that keeps a login across reloads."""
 
 from __future__ import annotations
 
@@ -52,6 +52,16 @@ def require_workbench() -> None:
         return
     st.error("This page needs an admin account." if account is not None else "Please log in first.")
     st.stop()
+
+
+def workbench_page(title: str, caption: str | None = None) -> None:
+    """The head of a workbench page, after its ``PAGE`` / ``NAV`` declaration: the guard
+    (:func:`require_workbench`: the page stops unless the workbench is open to this session), then the
+    page's ``title`` and, when given, the ``caption`` under it (our own words, rendered as markdown)."""
+    require_workbench()
+    st.title(title)
+    if caption is not None:
+        st.caption(caption)
 
 
 def cookie_token() -> str | None:

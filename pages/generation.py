@@ -25,11 +25,10 @@ from pages import _widgets as ui
 
 PAGE = "generation"
 NAV = Nav(title="Generation", icon=":material/auto_awesome:", order=80, access="workbench")
-auth.require_workbench()
-st.title("Generation")
-st.caption(
+auth.workbench_page(
+    "Generation",
     "Counterfactual sycophancy filter and incentive-injected specification gaming "
-    "(`automonitor generate`). Kept items become candidate pairs for double-blind annotation."
+    "(`automonitor generate`). Kept items become candidate pairs for double-blind annotation.",
 )
 
 from automonitor.runs.generation.engine import generation_items, list_generations  # noqa: E402

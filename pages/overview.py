@@ -17,13 +17,11 @@ from pages import _widgets as ui
 
 PAGE = "overview"
 NAV = Nav(title="Overview", icon=":material/dashboard:", order=10, access="workbench", default=True)
-auth.require_workbench()
-
-st.title("AutoMonitor-Bench")
-st.caption(
+auth.workbench_page(
+    "AutoMonitor-Bench",
     "How reliably do LLM monitors catch unsafe, sycophantic or specification-gaming outputs "
     "without false alarms on benign ones? Paired samples: one misbehaving and one benign "
-    "response to the same request."
+    "response to the same request.",
 )
 
 url, ver = loaders.db_url(), loaders.version()

@@ -21,14 +21,12 @@ from pages import _widgets as ui
 
 PAGE = "transfer"
 NAV = Nav(title="Transfer", icon=":material/grid_on:", order=70, access="workbench")
-auth.require_workbench()
-
-st.title("Cross-category transfer of trained monitors")
-st.caption(
+auth.workbench_page(
+    "Cross-category transfer of trained monitors",
     "Rows: the slice a probe was trained on; columns: the test slice it judged. The outlined cell "
     "answers the paper's question: does training on Safety code carry over to Specification Gaming "
     "code? (The paper's LoRA judge: MR 0.86 there, up from 0.49 untuned.) Produced by "
-    "`automonitor probe transfer --features tfidf|embed`."
+    "`automonitor probe transfer --features tfidf|embed`.",
 )
 
 feat_key = url_state.seed_state(PAGE, "features", "tfidf", valid=["tfidf", "embed"])

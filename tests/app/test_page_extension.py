@@ -36,9 +36,7 @@ from pages import _auth as auth
 
 PAGE = "toy"
 NAV = Nav(title="Toy page", icon=":material/toys:", order=25, access="workbench")
-auth.require_workbench()
-
-st.title("Toy page")
+auth.workbench_page("Toy page")
 st.dataframe(toy_views.toy_frame(4))
 '''
 
