@@ -432,3 +432,24 @@ def judge_once(backend: Any, item: Any) -> Any:
             await backend.aclose()
 
     return asyncio.run(go())
+
+
+def param_values() -> Any:
+    """A hypothesis strategy of the values a ``--param KEY=VALUE`` (JSON, else the text) or a stored run's
+    parameters can hold: null, booleans, integers, floats with NaN and Infinity, short texts, texts of
+    numbers with blanks and signs, the trial's cases (``"2.5"``, ``"abc"``, ``"1e400"``, 5,000 digits, ...)
+    and lists and objects of those: what a declared run option (``automonitor.runs.params``) must accept
+    within range or refuse naming itself."""
+    from hypothesis import strategies as st
+
+    return st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.floats(allow_nan=True, allow_infinity=True)
+        | st.text(max_size=12)
+        | st.from_regex(r"\s?[+-]?[0-9]{1,4}(\.[0-9]{0,3})?\s?", fullmatch=True)
+        | st.sampled_from(["NaN", "nan", "Infinity", "-inf", "1e400", "2.5", "3", " 7 ", "abc", "", "1_0", "9" * 5000]),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+        max_leaves=6,
+    )

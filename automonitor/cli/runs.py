@@ -255,20 +255,24 @@ def new_run(
     batch: bool,
 ) -> str:
     """Create the new run (``options``: limit, sample_seed, base_url, concurrency, reuse, edition, view, sources of
-    :func:`automonitor.runs.runner.create_run`; ``batch_poll``/``batch_size`` taken out of ``params``) and
-    mark it for the batch API with ``--batch``; returns its id.
+    :func:`automonitor.runs.runner.create_run`; ``batch_poll``/``batch_size`` taken out of ``params`` and
+    validated first: :func:`automonitor.runs.params.batch_settings`) and mark it for the batch API with
+    ``--batch``; returns its id. Nothing is written when any check fails.
 
     Raises:
-        InputError: no --monitor or --template, --batch with --repeat K > 1 or another backend, and
-            whatever :func:`automonitor.runs.runner.create_run` raises.
+        InputError: no --monitor or --template, a ``batch_poll`` that is not a finite number of seconds in
+            (0, 86400] or a ``batch_size`` that is not a whole number >= 1 (field: the option), --batch with
+            --repeat K > 1 or another backend, and whatever :func:`automonitor.runs.runner.create_run` raises.
     """
     from automonitor.runs import runner
+    from automonitor.runs.params import BATCH_PARAMS, batch_settings
 
     if not monitor:
         raise InputError("--monitor is required (or --resume RUN_ID)", field="monitor")
     if not template:
         raise InputError("--template is required (or --resume RUN_ID)", field="template")
-    batch_opts = {k: params.pop(k) for k in ("batch_poll", "batch_size") if k in params}
+    # the batch options' declared rule (automonitor.runs.params.BatchSettings), checked before any row is written
+    batch_opts = batch_settings({k: params.pop(k) for k in BATCH_PARAMS if k in params})
     if batch and repeat is not None and repeat > 1:
         raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
     if batch:
@@ -283,12 +287,7 @@ def new_run(
             )
     run_id = runner.create_run(engine, monitor, template, params=params, controls=controls, **options)
     if batch:
-        batch_mod.enable(
-            engine,
-            run_id,
-            poll_s=float(batch_opts.get("batch_poll", batch_mod.DEFAULT_POLL_S)),
-            size=int(batch_opts.get("batch_size", batch_mod.DEFAULT_SIZE)),
-        )
+        batch_mod.enable(engine, run_id, poll_s=batch_opts.batch_poll, size=batch_opts.batch_size)
     return run_id
 
 

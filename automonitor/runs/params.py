@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Annotated, Mapping, TypeVar
+from typing import Annotated, Callable, Mapping, TypeVar
 from urllib.parse import SplitResult
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
@@ -29,8 +29,22 @@ MAX_REPEAT = 50
 DEFAULT_MAX_ATTEMPTS = 6
 
 
+#: run options of ``run --batch`` given as ``--param KEY=VALUE``: neither runner keys nor sent to the backend;
+#: the CLI takes them out of the run's parameters into its batch state (``Run.params["batch"]``, as ``poll_s``
+#: and ``size``: :data:`BATCH_STATE_KEYS`)
+BATCH_PARAMS = ("batch_poll", "batch_size")
+#: the batch state's key of each batch option
+BATCH_STATE_KEYS = {"batch_poll": "poll_s", "batch_size": "size"}
+#: seconds between two polls of a batch run's open parts when ``batch_poll`` is not given
+DEFAULT_BATCH_POLL_S = 30.0
+#: the longest poll interval (a day: a provider's batch window is 24 hours; ``time.sleep`` overflows on 1e300)
+MAX_BATCH_POLL_S = 86_400.0
+#: requests per submitted part when ``batch_size`` is not given
+DEFAULT_BATCH_SIZE = 10_000
+
 P = TypeVar("P", bound=Mapping[str, object])
 V = TypeVar("V")
+M = TypeVar("M", bound=BaseModel)
 
 
 def check_params(params: P) -> P:
@@ -129,6 +143,35 @@ _NEEDS = {
 }
 
 
+def _declared(
+    model: type[M],
+    keys: tuple[str, ...],
+    needs: Mapping[str, str],
+    params: Mapping[str, object],
+    option: Callable[[str], str] = lambda name: f"--param {name}",
+) -> M:
+    """``model`` validated from the ``keys`` that ``params`` gives (other keys ignored; the model's defaults
+    for the missing ones): the one rule of every declared run option (:class:`RunnerSettings`,
+    :class:`BatchSettings`).
+
+    Raises:
+        InputError: a value of the wrong type or out of range (``null`` included: a key given means a
+            value); ``field`` names the first such key (in ``keys`` order), the message its option
+            (``option(key)``), what it must be (``needs[key]``) and what was given.
+    """
+    given = {k: params[k] for k in keys if k in params}
+    bad = {k for k, v in given.items() if v is None}
+    if not bad:
+        try:
+            return model.model_validate(given)
+        except ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors() if e.get("loc")}
+    name = next(k for k in keys if k in bad)
+    shown = repr(given[name])
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    raise InputError(f"{option(name)} must be {needs[name]}, got {shown}", field=name)
+
+
 def runner_settings(params: Mapping[str, object]) -> RunnerSettings:
     """The validated runner parameters of a run's ``params`` (other keys ignored; defaults for the
     missing ones).
@@ -138,18 +181,75 @@ def runner_settings(params: Mapping[str, object]) -> RunnerSettings:
             means a value); ``field`` names the first such parameter (in :data:`RUNNER_PARAMS` order) and
             the message what it must be and what was given.
     """
-    given = {k: params[k] for k in RUNNER_PARAMS if k in params}
-    bad = {k for k, v in given.items() if v is None}
-    if not bad:
-        try:
-            return RunnerSettings.model_validate(given)
-        except ValidationError as exc:
-            bad = {str(e["loc"][0]) for e in exc.errors() if e.get("loc")}
-    name = next(k for k in RUNNER_PARAMS if k in bad)
-    shown = repr(given[name])
-    shown = shown if len(shown) <= 60 else shown[:57] + "..."
-    option = "--repeat/--param repeat" if name == "repeat" else f"--param {name}"
-    raise InputError(f"{option} must be {_NEEDS[name]}, got {shown}", field=name)
+    return _declared(
+        RunnerSettings,
+        RUNNER_PARAMS,
+        _NEEDS,
+        params,
+        lambda name: "--repeat/--param repeat" if name == "repeat" else f"--param {name}",
+    )
+
+
+class BatchSettings(BaseModel):
+    """The options of a batch run (:data:`BATCH_PARAMS`, ``run --batch --param batch_poll=S
+    --param batch_size=N``), declared once with type and range like :class:`RunnerSettings` and validated
+    before the run is created (:func:`batch_settings`); the batch steps read them from here
+    (:func:`stored_batch_settings`).
+
+    Attributes:
+        batch_poll: seconds between two polls of the open parts, a finite number in
+            (0, :data:`MAX_BATCH_POLL_S`] (default 30; ``0``, NaN, Infinity and ``"abc"`` refused).
+        batch_size: requests per submitted part, a whole number >= 1 (an ``int`` or a string of digits;
+            never ``2.5``, ``"2.5"``, ``3.0``, ``true``; default 10,000).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    batch_poll: Seconds = Field(default=DEFAULT_BATCH_POLL_S, gt=0.0, le=MAX_BATCH_POLL_S)
+    batch_size: Whole = Field(default=DEFAULT_BATCH_SIZE, ge=1)
+
+
+#: what each batch option must be, in the words of an error message
+_BATCH_NEEDS = {
+    "batch_poll": f"a finite number of seconds > 0 and <= {MAX_BATCH_POLL_S:g}",
+    "batch_size": "a whole number >= 1",
+}
+
+
+def batch_settings(params: Mapping[str, object]) -> BatchSettings:
+    """The validated batch options (:data:`BATCH_PARAMS`) of a run's ``--param`` values (other keys
+    ignored; defaults for the missing ones): ``"0.5"`` -> ``0.5``, ``"100"`` -> ``100``.
+
+    Raises:
+        InputError: a batch option of the wrong type or out of range (``null`` included); ``field`` names
+            it (``batch_poll`` before ``batch_size``), the message what it must be and what was given.
+    """
+    return _declared(BatchSettings, BATCH_PARAMS, _BATCH_NEEDS, params)
+
+
+def _stored(run_id: str, what: str, read: Callable[[], M]) -> M:
+    """``read()``, its refusal reworded for a stored run (``what``: which of its values)."""
+    try:
+        return read()
+    except InputError as exc:
+        raise InputError(
+            f"run {run_id} was created with a {what} that is no longer accepted: {exc.message}; "
+            "start a new run with a valid value",
+            field=exc.field,
+        ) from None
+
+
+def stored_batch_settings(run_id: str, state: Mapping[str, object]) -> BatchSettings:
+    """The batch options stored with batch run ``run_id`` (its batch state ``Run.params["batch"]``, where
+    they are ``poll_s`` and ``size``: :data:`BATCH_STATE_KEYS`), validated as :func:`batch_settings` does;
+    the batch steps read them from here.
+
+    Raises:
+        InputError: a stored value the rule refuses (``field``: ``batch_poll`` or ``batch_size``; the message
+            names the run and says to create a new one).
+    """
+    given = {name: state[key] for name, key in BATCH_STATE_KEYS.items() if key in state}
+    return _stored(run_id, "batch option", lambda: batch_settings(given))
 
 
 def normalised_params(params: Mapping[str, JSONValue]) -> dict[str, JSONValue]:

@@ -17,6 +17,7 @@ from automonitor.errors import InputError
 from automonitor.runs import runner
 from automonitor.runs.params import MAX_REPEAT, RUNNER_PARAMS, normalised_params, runner_settings
 from automonitor.runs.runner.retries import RetryPolicy
+from helpers import param_values
 from servers.data import add_pairs
 from store import session_scope
 from store.models import Run
@@ -33,17 +34,7 @@ DECLARED = {
     "repeat": ("whole", 1, MAX_REPEAT, False),
 }
 
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(max_size=12)
-    | st.from_regex(r"\s?[+-]?[0-9]{1,4}(\.[0-9]{0,3})?\s?", fullmatch=True)
-    | st.sampled_from(["NaN", "nan", "Infinity", "-inf", "1e400", "2.5", "3", " 7 ", "abc", "", "1_0", "9" * 5000]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-    max_leaves=6,
-)
+json_values = param_values()
 
 
 def _expected_ok(name: str, value: object) -> bool:

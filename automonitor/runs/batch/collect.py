@@ -12,12 +12,12 @@ from sqlalchemy.engine import Engine
 from automonitor.runs.batch.provider import prediction_id
 from automonitor.runs.batch.state import (
     CHUNK,
-    DEFAULT_POLL_S,
     BatchJob,
     prediction_sample_ids,
     save_state,
     texts_of_samples,
 )
+from automonitor.runs.params import stored_batch_settings
 from store import session_scope
 from store.queries import chunks
 from store.models import Run, utcnow
@@ -45,7 +45,7 @@ def poll_and_collect(job: BatchJob, tick: Progress, should_cancel: Callable[[], 
     parsed and cached against the samples' ``job.view`` texts), until all are collected (returns False) or a
     cancel is requested (returns True)."""
     state = job.state
-    poll_s = float(state.get("poll_s", DEFAULT_POLL_S))
+    poll_s = stored_batch_settings(job.run_id, state).batch_poll
     while True:
         open_parts = [p for p in state.get("parts", []) if not p.get("collected")]
         if not open_parts:

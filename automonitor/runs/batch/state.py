@@ -12,13 +12,14 @@ from sqlalchemy.engine import Engine
 from automonitor.runs.batch.provider import BatchProvider, batch_api_of, batch_backends
 from automonitor.errors import InputError
 from automonitor.runs.cache import view_text
+from automonitor.runs.params import DEFAULT_BATCH_POLL_S, DEFAULT_BATCH_SIZE, BatchSettings, batch_settings
 from automonitor.vocab import DEFAULT_VIEW
 from store import session_scope
 from store.queries import runs as q
 from store.queries.rowtypes import JudgedText, SampleText
 
-DEFAULT_POLL_S = 30.0
-DEFAULT_SIZE = 10_000
+DEFAULT_POLL_S = DEFAULT_BATCH_POLL_S  # the batch options' defaults (automonitor.runs.params.BatchSettings)
+DEFAULT_SIZE = DEFAULT_BATCH_SIZE
 CHUNK = 2000
 
 KeyFor = Callable[[JudgedText], str]  # a sample's text -> its cache key (CacheKeys, repeat 0)
@@ -38,14 +39,20 @@ class BatchJob:
     view: str
 
 
-def enable(engine: Engine, run_id: str, *, poll_s: float = DEFAULT_POLL_S, size: int = DEFAULT_SIZE) -> None:
-    """Mark ``run_id`` (a run of a backend with a ``batch_api``: :func:`batch_backends`) for batch execution.
+def enable(
+    engine: Engine, run_id: str, *, poll_s: object = DEFAULT_POLL_S, size: object = DEFAULT_SIZE
+) -> BatchSettings:
+    """Mark ``run_id`` (a run of a backend with a ``batch_api``: :func:`batch_backends`) for batch execution,
+    polling every ``poll_s`` seconds and submitting parts of at most ``size`` requests (the batch options
+    ``batch_poll`` and ``batch_size``, validated by :func:`automonitor.runs.params.batch_settings` before
+    anything is written). Returns the validated options.
 
     Raises:
-        NotFound: no such run. InputError: another backend, a bad poll interval or part size.
+        NotFound: no such run. InputError: another backend (field ``batch``), a poll interval that is not
+            a finite number of seconds in (0, 86400] (field ``batch_poll``) or a part size that is not a
+            whole number >= 1 (field ``batch_size``).
     """
-    if not (poll_s >= 0) or int(size) < 1:
-        raise InputError("batch_poll must be >= 0 and batch_size >= 1", field="batch")
+    opts = batch_settings({"batch_poll": poll_s, "batch_size": size})
     with session_scope(engine) as s:
         run = q.get_run(s, run_id)
         backend = (run.params or {}).get("backend") or run.monitor.split(":", 1)[0]
@@ -56,9 +63,10 @@ def enable(engine: Engine, run_id: str, *, poll_s: float = DEFAULT_POLL_S, size:
                 field="batch",
             )
         p = dict(run.params or {})
-        p["batch"] = {"provider": provider, "poll_s": float(poll_s), "size": int(size), "parts": []}
+        p["batch"] = {"provider": provider, "poll_s": opts.batch_poll, "size": opts.batch_size, "parts": []}
         run.params = p
         s.add(run)
+    return opts
 
 
 def is_batch(params: dict[str, Any] | None) -> bool:

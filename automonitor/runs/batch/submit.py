@@ -11,13 +11,13 @@ from typing import Any, Sequence
 from automonitor.runs.batch.provider import custom_id
 from automonitor.runs.batch.state import (
     CHUNK,
-    DEFAULT_SIZE,
     BatchJob,
     recorded_ids,
     prediction_sample_ids,
     save_state,
     texts_of_samples,
 )
+from automonitor.runs.params import stored_batch_settings
 from store import session_scope
 from store.queries import chunks
 from store.models import utcnow
@@ -77,7 +77,7 @@ def submit_new_parts(job: BatchJob, todo: list[tuple[int, str]]) -> int:
     """Step 2b: submit ``todo`` in new parts of at most ``state["size"]`` requests, each request made of
     the sample's ``job.view`` rendering; returns requests submitted."""
     api_calls = 0
-    for chunk in chunks(todo, int(job.state.get("size", DEFAULT_SIZE))):
+    for chunk in chunks(todo, stored_batch_settings(job.run_id, job.state).batch_size):
         part = {
             "k": len(job.state.get("parts", [])),
             "ids": [pid for pid, _ in chunk],

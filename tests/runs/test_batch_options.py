@@ -1,0 +1,188 @@
+"""The options of a batch run (``run --batch --param batch_poll=SECONDS --param batch_size=N``) are declared once
+with type and range (:class:`automonitor.runs.params.BatchSettings`, like the runner's own parameters) and
+validated before any row is written: any value is either accepted and normalised within range, or exit 2 naming
+the option, never another exception (fresh-user trial: the CLI read them with bare ``float()``/``int()`` after the
+run was created: ``batch_size=2.5`` ran parts of 2, ``batch_poll=abc`` left a run behind and exited 1,
+``batch_poll=Infinity`` was accepted). The batch steps read the stored options through the same rule."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import sqlalchemy as sa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from automonitor.errors import InputError
+from automonitor.runs import runner
+from automonitor.runs.params import BATCH_PARAMS, batch_settings
+from helpers import param_values, run_cli
+from servers.data import add_pairs
+from store import session_scope
+from store.models import Run
+
+#: (kind, least, most, least is exclusive) per option, written out here (not read from the model)
+DECLARED = {
+    "batch_poll": ("seconds", 0.0, 86_400.0, True),
+    "batch_size": ("whole", 1, None, False),
+}
+#: a loopback port nothing listens on: a run that got as far as executing fails at once, offline
+NOWHERE = "http://127.0.0.1:9/v1"
+
+
+def _expected_ok(name: str, value: object) -> bool:
+    """Whether ``value`` meets ``name``'s declared rule (an independent statement of it)."""
+    kind, least, most, exclusive = DECLARED[name]
+    if kind == "whole":
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            return False
+        if isinstance(value, str):
+            text = value.strip()
+            digits = text[1:] if text[:1] in "+-" else text
+            if not digits or any(c not in "0123456789" for c in digits) or len(digits) > 4300:
+                return False
+            value = int(text)
+        number: float = value
+    else:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return False
+        try:
+            number = float(value.strip() if isinstance(value, str) else value)
+        except (ValueError, OverflowError):
+            return False
+        if not math.isfinite(number):
+            return False
+    if number <= least if exclusive else number < least:
+        return False
+    return most is None or number <= most
+
+
+def test_the_declared_options_are_the_batch_options():
+    assert tuple(DECLARED) == BATCH_PARAMS
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=st.sampled_from(BATCH_PARAMS), value=param_values())
+def test_each_batch_option_is_normalised_within_range_or_refused_naming_it(name, value):
+    try:
+        got = getattr(batch_settings({name: value, "other": value}), name)
+    except InputError as exc:
+        assert exc.field == name, (name, value, exc.field)
+        assert f"--param {name}" in exc.message
+        assert not _expected_ok(name, value), (name, value, exc.message)
+        return
+    assert _expected_ok(name, value), (name, value, got)
+    kind, least, most, _exclusive = DECLARED[name]
+    if kind == "whole":
+        assert type(got) is int and got == int(value.strip() if isinstance(value, str) else value) and got >= least
+    else:
+        assert type(got) is float and math.isfinite(got) and least < got <= most
+        assert got == float(value.strip() if isinstance(value, str) else value)
+
+
+def _counts(engine) -> tuple[int, int]:
+    with engine.connect() as c:
+        return (
+            c.execute(sa.text("select count(*) from run")).scalar(),
+            c.execute(sa.text("select count(*) from prediction")).scalar(),
+        )
+
+
+def _batch_run(db_url: str, *extra: str):
+    return run_cli(
+        ["run", "--monitor", "openai:gpt-4o-mini", "--template", "direct", "--base-url", NOWHERE, "--batch"]
+        + list(extra)
+        + ["--json", "--quiet"],
+        db=db_url,
+        env={"OPENAI_API_KEY": "sk-test-not-a-key"},
+    )
+
+
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        ("batch_poll=0", "batch_poll"),
+        ("batch_poll=-1", "batch_poll"),
+        ("batch_poll=NaN", "batch_poll"),
+        ("batch_poll=Infinity", "batch_poll"),
+        ("batch_poll=1e400", "batch_poll"),
+        ("batch_poll=abc", "batch_poll"),
+        ("batch_poll=null", "batch_poll"),
+        ("batch_size=2.5", "batch_size"),
+        ('batch_size="2.5"', "batch_size"),
+        ("batch_size=3.0", "batch_size"),
+        ("batch_size=0", "batch_size"),
+        ("batch_size=true", "batch_size"),
+        ("batch_size=abc", "batch_size"),
+    ],
+)
+def test_a_bad_batch_option_exits_2_naming_it_and_writes_nothing(db_url, engine, item, field):
+    """Fails on the main before this rule: ``batch_poll=abc`` exited 1 (a bare ``ValueError``) after the run
+    was created, ``batch_size=2.5``/``3.0``/``true`` and ``batch_poll=Infinity`` were accepted and the run
+    executed (exit 1 against the dead port), ``batch_poll=NaN``/``0``... exited 2 naming ``batch`` with the
+    run already written."""
+    add_pairs(engine, 2)
+    r = _batch_run(db_url, "--param", item)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"--param {field} must be" in r.stderr and "Traceback" not in r.stderr
+    assert _counts(engine) == (0, 0)
+
+
+def test_good_batch_options_are_stored_normalised(db_url, engine, monkeypatch):
+    from automonitor.cli.runs import new_run
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    add_pairs(engine, 2)
+    options = {"limit": None, "sample_seed": 0, "base_url": NOWHERE, "concurrency": 8, "reuse": False}
+    params = {"batch_poll": "0.5", "batch_size": " 7 ", "timeout": 5}
+    rid = new_run(engine, "openai:gpt-4o-mini", "direct", params, options, False, None, True)
+    with session_scope(engine) as s:
+        stored = s.get(Run, rid).params
+    state = stored["batch"]
+    assert state["poll_s"] == 0.5 and type(state["poll_s"]) is float
+    assert state["size"] == 7 and type(state["size"]) is int
+    assert "batch_poll" not in stored["judge"] and "batch_size" not in stored["judge"]  # not runner keys
+    assert stored["judge"]["timeout"] == 5.0
+
+
+@pytest.mark.parametrize(("key", "bad", "field"), [("size", "abc", "batch_size"), ("poll_s", 0, "batch_poll")])
+def test_a_stored_batch_option_now_refused_stops_the_resume_before_anything_changes(
+    db_url, engine, monkeypatch, key, bad, field
+):
+    """A batch run whose stored state holds a value the rule refuses (written straight into the store):
+    ``--resume`` exits 2 naming the option and the run; the run stays pending, unleased, nothing judged.
+    Fails on the main before this rule (``int("abc")`` raised a bare ``ValueError`` after the lease)."""
+    from automonitor.runs import batch
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    add_pairs(engine, 2)
+    rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url=NOWHERE)
+    batch.enable(engine, rid, poll_s=0.01)
+    with session_scope(engine) as s:
+        run = s.get(Run, rid)
+        run.params = {**run.params, "batch": {**run.params["batch"], key: bad}}
+    with pytest.raises(InputError) as exc:
+        runner.execute_run(engine, rid)
+    assert exc.value.field == field and rid in exc.value.message
+    r = run_cli(["run", "--resume", rid, "--json"], db=db_url, env={"OPENAI_API_KEY": "sk-test-not-a-key"})
+    assert r.returncode == 2 and f"--param {field}" in r.stderr and rid in r.stderr, r.stderr
+    info = runner.run_info(engine, rid)
+    assert info["status"] == "pending" and info["counts"]["pending"] == info["n"]
+    with session_scope(engine) as s:
+        params = s.get(Run, rid).params
+    assert "lease" not in params and params["batch"][key] == bad and params["batch"]["parts"] == []
+
+
+def test_enable_refuses_a_bad_option_naming_it(sqlite_engine, monkeypatch):
+    from automonitor.runs import batch
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    add_pairs(sqlite_engine, 2)
+    rid = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", "direct", base_url=NOWHERE)
+    for kw, field in (({"poll_s": float("inf")}, "batch_poll"), ({"size": 2.5}, "batch_size")):
+        with pytest.raises(InputError) as exc:
+            batch.enable(sqlite_engine, rid, **kw)
+        assert exc.value.field == field
+    with session_scope(sqlite_engine) as s:
+        assert "batch" not in s.get(Run, rid).params
