@@ -183,12 +183,19 @@ def _apply_repeat(params: dict[str, Any], repeat: int | None) -> None:
     """Put ``--repeat K`` into ``params`` (a new run's).
 
     Raises:
-        InputError: K < 1.
+        InputError: K < 1, a ``--param repeat`` that is no whole number in 1..50 (field ``repeat``:
+            :func:`automonitor.runs.params.runner_settings`) or that says otherwise (``"3"`` and ``3`` agree
+            with ``--repeat 3``).
     """
+    from automonitor.runs.params import runner_settings
+
     if repeat is None:
         return
     if repeat < 1:
         raise InputError("--repeat must be at least 1", field="repeat")
+    given = runner_settings({"repeat": params["repeat"]}).repeat if "repeat" in params else None
+    if given is not None and given != repeat:
+        raise InputError(f"--repeat {repeat} and --param repeat={params['repeat']} disagree", field="repeat")
     params["repeat"] = repeat
 
 
@@ -262,10 +269,11 @@ def new_run(
     Raises:
         InputError: no --monitor or --template, a ``batch_poll`` that is not a finite number of seconds in
             (0, 86400] or a ``batch_size`` that is not a whole number >= 1 (field: the option), --batch with
-            --repeat K > 1 or another backend, and whatever :func:`automonitor.runs.runner.create_run` raises.
+            an effective repeat K > 1 (``repeat``, else ``params["repeat"]``: the flag or ``--param repeat``)
+            or another backend, and whatever :func:`automonitor.runs.runner.create_run` raises.
     """
     from automonitor.runs import runner
-    from automonitor.runs.params import BATCH_PARAMS, batch_settings
+    from automonitor.runs.params import BATCH_PARAMS, batch_settings, repeat_count
 
     if not monitor:
         raise InputError("--monitor is required (or --resume RUN_ID)", field="monitor")
@@ -273,8 +281,11 @@ def new_run(
         raise InputError("--template is required (or --resume RUN_ID)", field="template")
     # the batch options' declared rule (automonitor.runs.params.BatchSettings), checked before any row is written
     batch_opts = batch_settings({k: params.pop(k) for k in BATCH_PARAMS if k in params})
-    if batch and repeat is not None and repeat > 1:
-        raise InputError("--batch judges each sample once; --repeat needs the live runner", field="batch")
+    # the effective repeat: the flag (put into params by _apply_repeat) or --param repeat, validated
+    if batch and repeat_count({**params, **({} if repeat is None else {"repeat": repeat})}) > 1:
+        raise InputError(
+            "--batch judges each sample once; --repeat/--param repeat K > 1 needs the live runner", field="batch"
+        )
     if batch:
         from automonitor.runs import batch as batch_mod
 

@@ -3,7 +3,8 @@ with type and range (:class:`automonitor.runs.params.BatchSettings`, like the ru
 validated before any row is written: any value is either accepted and normalised within range, or exit 2 naming
 the option, never another exception (fresh-user trial: the CLI read them with bare ``float()``/``int()`` after the
 run was created: ``batch_size=2.5`` ran parts of 2, ``batch_poll=abc`` left a run behind and exited 1,
-``batch_poll=Infinity`` was accepted). The batch steps read the stored options through the same rule."""
+``batch_poll=Infinity`` was accepted). The batch steps read the stored options through the same rule, and the
+batch/repeat refusal looks at the effective repeat (``--repeat`` or ``--param repeat``)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import math
 
 import pytest
 import sqlalchemy as sa
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from automonitor.errors import InputError
@@ -186,3 +187,62 @@ def test_enable_refuses_a_bad_option_naming_it(sqlite_engine, monkeypatch):
         assert exc.value.field == field
     with session_scope(sqlite_engine) as s:
         assert "batch" not in s.get(Run, rid).params
+
+
+@pytest.mark.parametrize("given", [["--param", "repeat=3"], ["--param", 'repeat="3"'], ["--repeat", "3"]])
+def test_batch_refuses_an_effective_repeat_above_one_from_the_flag_or_the_param(db_url, engine, given):
+    """Fails on the main before this rule for ``--param repeat=3``: the check read only ``--repeat``, so the
+    run was created with 3 repeats and marked for the batch API (which judges each sample once)."""
+    add_pairs(engine, 2)
+    r = _batch_run(db_url, *given)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert "--batch judges each sample once" in r.stderr and "--param repeat" in r.stderr
+    assert _counts(engine) == (0, 0)
+
+
+def test_repeat_flag_and_param_that_disagree_exit_2(db_url, engine):
+    """``--repeat 1 --param repeat=3``: the flag used to overwrite the param silently (and so passed the batch
+    check); now they must agree, as ``--retries`` and ``--param max_attempts`` must."""
+    add_pairs(engine, 2)
+    r = _batch_run(db_url, "--repeat", "1", "--param", "repeat=3")
+    assert r.returncode == 2 and "disagree" in r.stderr, r.stderr
+    assert _counts(engine) == (0, 0)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=param_values() | st.integers(-3, 60) | st.integers(-3, 60).map(str))
+def test_batch_takes_an_effective_repeat_of_one_only(sqlite_engine, monkeypatch, value):
+    """Any drawn ``--param repeat``: a batch run is created only for an effective repeat of 1; a valid K > 1 is
+    refused as a batch/repeat conflict (field ``batch``), an invalid value naming ``repeat``; nothing is
+    written on a refusal."""
+    from automonitor.cli.runs import new_run
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    with sqlite_engine.connect() as c:
+        if not c.execute(sa.text("select count(*) from sample")).scalar():
+            add_pairs(sqlite_engine, 2)
+    before = _counts(sqlite_engine)
+    options = {"limit": None, "sample_seed": 0, "base_url": NOWHERE, "concurrency": 8, "reuse": False}
+    valid = _repeat_ok(value)
+    try:
+        new_run(sqlite_engine, "openai:gpt-4o-mini", "direct", {"repeat": value}, options, False, None, True)
+    except InputError as exc:
+        assert exc.field == ("batch" if valid else "repeat"), (value, exc.field, exc.message)
+        assert valid is None or valid > 1, (value, exc.message)
+        assert _counts(sqlite_engine) == before
+        return
+    assert valid == 1, value
+    assert _counts(sqlite_engine)[0] == before[0] + 1
+
+
+def _repeat_ok(value: object) -> int | None:
+    """``value`` as a repeat count when it is one (a whole number, or a string of one, in 1..50), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text[1:] if text[:1] in "+-" else text
+        if not digits or any(c not in "0123456789" for c in digits) or len(digits) > 4300:
+            return None
+        value = int(text)
+    return value if 1 <= value <= 50 else None
