@@ -239,6 +239,18 @@ def _stored(run_id: str, what: str, read: Callable[[], M]) -> M:
         ) from None
 
 
+def stored_runner_settings(run_id: str, judge_params: Mapping[str, object]) -> RunnerSettings:
+    """The runner parameters stored with run ``run_id`` (``Run.params["judge"]``, :func:`runner_settings`),
+    checked before anything of the run changes: a run created before they were validated (or written
+    straight into the store) may hold one the rule now refuses (``max_attempts: 2.5``, ``fewshot_k: "abc"``).
+
+    Raises:
+        InputError: such a value (``field`` names the parameter; the message names the run and says to
+            create a new one).
+    """
+    return _stored(run_id, "parameter", lambda: runner_settings(judge_params))
+
+
 def stored_batch_settings(run_id: str, state: Mapping[str, object]) -> BatchSettings:
     """The batch options stored with batch run ``run_id`` (its batch state ``Run.params["batch"]``, where
     they are ``poll_s`` and ``size``: :data:`BATCH_STATE_KEYS`), validated as :func:`batch_settings` does;

@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
 from automonitor.jsontypes import JSONObject
+from automonitor.runs.params import stored_batch_settings, stored_runner_settings
 from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
 from store import session_scope
 from store.queries.rowtypes import RunRow
@@ -29,10 +30,18 @@ def retry_errors(engine: Engine, run_id: str, outcomes: tuple[str, ...] = ("erro
     first) and stays there after the new verdict. Returns the number of samples reset (0: nothing to
     retry).
 
+    Nothing changes when the run cannot be resumed: what the resume reads is checked first, as the resume
+    checks it: the stored runner parameters, a batch run's batch options
+    (:func:`automonitor.runs.params.stored_runner_settings`, :func:`~automonitor.runs.params.stored_batch_settings`),
+    the template and the few-shot examples (:func:`automonitor.runs.fewshot.run_prompt`).
+
     Raises:
-        NotFound: no such run. InputError: an imported run, a run executing in another live process, or
-            an outcome that cannot be retried (a verdict).
+        NotFound: no such run. InputError: an imported run, a run executing in another live process, an
+            outcome that cannot be retried (a verdict), a stored parameter the rule now refuses (``field``
+            names it: ``max_attempts: 3.0``, ``fewshot_k: "abc"``), a template changed since the run was created
+            or a few-shot sample gone.
     """
+    from automonitor.runs.fewshot import run_prompt  # the ORM: not on the report's path through this module
     from automonitor.runs.lease import check_lease, lock_run
     from store.queries import runs as q
 
@@ -49,7 +58,14 @@ def retry_errors(engine: Engine, run_id: str, outcomes: tuple[str, ...] = ("erro
             raise InputError(
                 f"run {run_id} holds imported predictions; there is nothing to retry", field="retry-errors"
             )
-        check_lease(run_id, dict(run.params or {}), field="retry-errors")
+        params = dict(run.params or {})
+        check_lease(run_id, params, field="retry-errors")
+        # what the resume will read, checked first (its options, its template and few-shot examples): a
+        # refusal changes nothing
+        stored_runner_settings(run_id, dict(params.get("judge") or {}))
+        if params.get("batch"):
+            stored_batch_settings(run_id, dict(params["batch"]))
+        run_prompt(s, run)
         n = q.reset_errors(s, run_id, tuple(dict.fromkeys(("error", *outcomes))))
         if n:
             run.status = "pending"

@@ -18,7 +18,7 @@ from automonitor.runs.cache import CacheKeys
 from automonitor.runs.fewshot import run_prompt
 from automonitor.runs.lease import check_lease, released_on_failure, take_lease
 from automonitor.runs.monitors import create_backend
-from automonitor.runs.params import backend_params, stored_batch_settings
+from automonitor.runs.params import backend_params, stored_batch_settings, stored_runner_settings
 from automonitor.runs.status import finalize, summary
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template
 from store import session_scope
@@ -91,15 +91,17 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
     transaction.
 
     Raises:
-        NotFound: no such run. InputError: a lease held by another process, a stored batch option the
-            rule refuses (:func:`automonitor.runs.params.stored_batch_settings`), a changed template, missing
-            few-shot samples.
+        NotFound: no such run. InputError: a lease held by another process, a stored runner parameter or
+            batch option the rule refuses (:func:`automonitor.runs.params.stored_runner_settings`,
+            :func:`~automonitor.runs.params.stored_batch_settings`), a changed template, missing few-shot samples.
     """
     with session_scope(engine) as s:
         run = q.get_run(s, run_id)
         params = dict(run.params or {})
         check_lease(run_id, params, field="resume")
-        stored_batch_settings(run_id, dict(params["batch"]))  # a stored value the rule refuses: nothing changes
+        # a stored value the rule refuses (parameter or batch option): refused before anything changes
+        stored_runner_settings(run_id, dict(params.get("judge") or {}))
+        stored_batch_settings(run_id, dict(params["batch"]))
         tpl, examples = run_prompt(s, run)
         pending = q.pending_predictions(s, run_id)
         take_lease(s, run, params, running=bool(pending))

@@ -23,7 +23,7 @@ from automonitor.runs import batch as batch_mod
 from automonitor.runs.fewshot import run_prompt
 from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template
 from automonitor.runs.lease import check_lease, lock_run, release, released_on_failure, take_lease
-from automonitor.runs.params import RunnerSettings, backend_params, redact_url, runner_settings
+from automonitor.runs.params import backend_params, redact_url, stored_runner_settings
 from automonitor.runs.status import finalize, summary
 from automonitor.runs.runner.workers import Execution, no_answer_message
 from store import session_scope
@@ -194,7 +194,7 @@ def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
         n_pending = stream_q.count_pending(s, run_id)
         history = q.pending_history(s, run_id)
         judge_params = dict(params.get("judge") or {})
-        repeats = _stored_settings(run_id, judge_params).repeat
+        repeats = stored_runner_settings(run_id, judge_params).repeat  # a refused value: nothing changes
         if n_pending:
             take_lease(s, run, params)
         return _Claim(
@@ -209,25 +209,6 @@ def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
             max_conc=int(concurrency or params.get("concurrency") or 8),
             view=view_of_run(params),
         )
-
-
-def _stored_settings(run_id: str, judge_params: dict[str, Any]) -> RunnerSettings:
-    """The runner parameters stored with run ``run_id`` (:func:`automonitor.runs.params.runner_settings`),
-    checked before the run is claimed: a run created before they were validated may hold one the rule
-    now refuses (``max_attempts=2.5``).
-
-    Raises:
-        InputError: such a value (``field`` names the parameter; the message names the run and says to
-            create a new one); nothing is changed.
-    """
-    try:
-        return runner_settings(judge_params)
-    except InputError as exc:
-        raise InputError(
-            f"run {run_id} was created with a parameter that is no longer accepted: {exc.message}; "
-            "start a new run with a valid value",
-            field=exc.field,
-        ) from None
 
 
 def _unredacted(given: str, stored: str | None, run_id: str) -> str:
