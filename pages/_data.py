@@ -114,6 +114,13 @@ def load_cell(
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
+def load_score_disagreeing(url: str, ver: tuple, run_id: str) -> list[str]:
+    """The run's sample ids, sorted, whose log-probability score disagrees with their verdict
+    (``automonitor.views.score_disagreeing_samples``)."""
+    return sorted(views.score_disagreeing_samples(engine_for(url), run_id))
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
 def load_composition(url: str, ver: tuple, split: str | None = "test", edition: str | None = None):
     """Composition long frame (category, task, label, split, n) of the gold samples (``edition``: only
     that edition's test samples)."""

@@ -76,6 +76,10 @@ sets = loaders.load_sample_sets(url, ver).set_index("run_id")
 if run_id in sets.index:
     st.caption(views.md_escape(views.sample_set_caption(sets.loc[run_id])))
 
+# the run's samples whose log-probability score favours the other side than their verdict (the report's
+# answers.score_disagrees): said under the matrix, a filter of a cell's samples below
+flagged = loaders.load_score_disagreeing(url, ver, run_id)
+
 # --- confusion matrix ------------------------------------------------------------------------------
 st.subheader("Confusion matrix")
 if not sl:
@@ -121,6 +125,11 @@ else:
     r3 = grid.columns([1.2, 4], vertical_alignment="center")
     r3[0].markdown("**unscored**")
     _cell_button(r3[1], "unscored", "invalid / refusal / error")
+    if flagged:
+        grid.caption(
+            f"{len(flagged):,} verdict(s) of this run have a log-probability score that favours the other side "
+            "(report: answers.score_disagrees); tick *Score disagrees* under a cell to list them."
+        )
     if invalid != "exclude":
         grid.caption(
             f"Policy {invalid}: invalid and refusal outcomes are also counted as "
@@ -156,6 +165,9 @@ if cell and sl:
             st.session_state[dis_key] = NONE
         q_key = url_state.seed_state(PAGE, "q", "")
         tier_key = url_state.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
+        sdis_key = url_state.seed_state(
+            PAGE, "score_disagrees", False, valid=[True], cast=lambda v: v.strip().lower() in ("true", "1")
+        )
         chosen_out = fc[0].multiselect("Outcome", outs, key=out_key, placeholder="all outcomes")
         chosen_tier = fc[3].multiselect(
             "Tier",
@@ -181,6 +193,15 @@ if cell and sl:
             format_func=lambda r: "(any)" if r == NONE else run_label.get(r, r),
         )
         search = fc[2].text_input("Search (highlighted)", key=q_key).strip()
+        if not flagged:  # a filter only where the run has such a sample
+            st.session_state[sdis_key] = False
+        only_flagged = dc[1].checkbox(
+            "Score disagrees",
+            key=sdis_key,
+            disabled=not flagged,
+            help=f"only samples whose log-probability score favours the other side than their verdict: "
+            f"{len(flagged):,} in this run, controls included (report: answers.score_disagrees)",
+        )
         full_range = tuple(score_rng) == (0.0, 1.0)
         url_state.sync_qp(
             PAGE,
@@ -189,8 +210,11 @@ if cell and sl:
             disagree=dis_run or None,
             q=search or None,
             tier=list(chosen_tier),
+            score_disagrees=True if only_flagged else None,
         )
         only = views.disagreeing_samples(loaders.engine(), run_id, dis_run) if dis_run else None
+        if only_flagged:
+            only = set(flagged) if only is None else set(only) & set(flagged)
         if chosen_tier:
             _n, in_tier = views.search_samples(loaders.engine(), limit=None, with_text=False, tier=chosen_tier)
             only = set(in_tier["id"]) if only is None else set(only) & set(in_tier["id"])

@@ -14,7 +14,7 @@ from automonitor.runs.params import stored_batch_settings, stored_runner_setting
 from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
 from store import session_scope
 from store.queries.rowtypes import RunRow
-from store.queries.run_list import flagged_counts, list_runs, unscored_details, verdict_counts
+from store.queries.run_list import flagged_counts, flagged_samples, list_runs, unscored_details, verdict_counts
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +218,34 @@ class AnswerQuality(TypedDict):
     marks: list[str]
 
 
+def reads_verdict_score(run_params: Mapping[str, object] | None) -> bool:
+    """Whether a run (its ``Run.params``) reads a verdict-token score (its config names a ``score_method``): only
+    such a run's predictions can carry ``meta.score_disagrees``, so only its rows are counted or listed."""
+    config = (run_params or {}).get("config")
+    return isinstance(config, Mapping) and bool(config.get("score_method"))
+
+
+def score_disagreeing(engine: Engine, run_id: str) -> list[str]:
+    """The sample ids, sorted, of the run's verdicts (repeat 0) whose log-probability score favours the other
+    side (``meta.score_disagrees``, :func:`automonitor.runs.parsing.score_disagrees`): exactly the samples that
+    :func:`answer_quality`'s ``score_disagrees`` (the report's ``answers.score_disagrees``) counts, controls
+    included. Empty for a run that reads no verdict-token score (:func:`reads_verdict_score`).
+
+    Raises:
+        NotFound: no such run.
+    """
+    from store.queries import rows_by_ids
+    from store.tables import run
+
+    with engine.connect() as c:  # Core, as answer_quality
+        found = dict(rows_by_ids(c, (run.c.id, run.c.params), run.c.id, [run_id]))
+        if run_id not in found:
+            raise NotFound(f"run {run_id!r} not found")
+        if not reads_verdict_score(found[run_id]):
+            return []
+        return flagged_samples(c, run_id, "score_disagrees")
+
+
 def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQuality]:
     """How each run's answers were read and how many failed: ``{run_id: {"parse", "grammar",
     "score_method", "contradictory", "score_disagrees", "errors", "judged", "error_share", "error_cause",
@@ -247,7 +275,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
         details = unscored_details(c, run_ids, (CONTRADICTORY,))
         counts = verdict_counts(c, list(runs))  # one grouped query, not one per run
         # only a run whose config reads a verdict-token score can hold the flag: no other run's rows are scanned
-        scoring = [rid for rid, ps in runs.items() if dict((ps or {}).get("config") or {}).get("score_method")]
+        scoring = [rid for rid, ps in runs.items() if reads_verdict_score(ps)]
         disagree = flagged_counts(c, scoring, "score_disagrees")
     for rid, run_params in runs.items():
         params = dict(run_params or {})

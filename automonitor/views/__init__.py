@@ -127,6 +127,7 @@ if TYPE_CHECKING:
         neighbours,
         pair_diff_html,
         run_choice,
+        score_disagreeing_samples,
     )
     from automonitor.views.sample_sets import (
         sample_set_caption,

@@ -67,6 +67,16 @@ def disagreeing_samples(engine: Engine, run_a: str, run_b: str) -> set[str]:
     return {s for s in a.keys() & b.keys() if a[s] != b[s]}
 
 
+def score_disagreeing_samples(engine: Engine, run_id: str) -> set[str]:
+    """Sample ids of the run whose log-probability score favours the other side than its verdict
+    (``meta.score_disagrees``; the report's ``answers.score_disagrees`` counts them:
+    :func:`automonitor.runs.status.score_disagreeing`), for :func:`filter_cell`'s ``only``. Empty for a run
+    without verdict-token scores. Raises :class:`NotFound` for an unknown run."""
+    from automonitor.runs.status import score_disagreeing
+
+    return set(score_disagreeing(engine, run_id))
+
+
 def filter_cell(
     samples: pd.DataFrame,
     *,
@@ -79,8 +89,8 @@ def filter_cell(
 
     ``outcomes``: keep these raw outcomes (empty/None = all). ``score_range``: ``(lo, hi)`` inclusive on
     ``score`` (rows without a score are dropped when the range is narrower than [0, 1]). ``only``: keep
-    these sample ids (e.g. :func:`disagreeing_samples`). ``search``: case-insensitive substring of the
-    request or the response. Adds ``request_preview`` and ``response_preview`` (:func:`preview`).
+    these sample ids (e.g. :func:`disagreeing_samples`, :func:`score_disagreeing_samples`). ``search``:
+    case-insensitive substring of the request or the response. Adds ``request_preview`` and ``response_preview`` (:func:`preview`).
     """
     df = samples.copy()
     if outcomes:

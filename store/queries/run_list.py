@@ -149,6 +149,19 @@ def _run_row(
     }
 
 
+def _flagged(conn: Connection | Session, run_ids: list[str], flag: str) -> list[tuple[str, str]]:
+    """``(run_id, sample_id)`` of the judged verdict rows (repeat 0) of ``run_ids`` whose ``meta[flag]`` is JSON
+    ``true``: the database keeps only the rows whose meta text names the flag, the value is checked here."""
+    p = prediction.c
+    named = sa.cast(p.meta, sa.Text).contains(f'"{flag}"', autoescape=True)
+    sel = sa.select(p.run_id, p.sample_id, p.meta).where(
+        p.run_id.in_(run_ids), p.repeat == 0, p.outcome.is_not(None), named
+    )
+    return [
+        (rid, sid) for rid, sid, meta in conn.execute(sel).all() if isinstance(meta, dict) and meta.get(flag) is True
+    ]
+
+
 def flagged_counts(conn: Connection | Session, run_ids: Iterable[str], flag: str) -> dict[str, int]:
     """``{run_id: n}``: how many of each run's judged verdict rows (repeat 0) carry the flag ``meta[flag]``
     as JSON ``true`` (``score_disagrees``); a run with none is absent. The database keeps only the rows whose
@@ -157,14 +170,17 @@ def flagged_counts(conn: Connection | Session, run_ids: Iterable[str], flag: str
     ids = list(run_ids)
     if not ids:
         return {}
-    p = prediction.c
-    named = sa.cast(p.meta, sa.Text).contains(f'"{flag}"', autoescape=True)
-    sel = sa.select(p.run_id, p.meta).where(p.run_id.in_(ids), p.repeat == 0, p.outcome.is_not(None), named)
     out: dict[str, int] = {}
-    for rid, meta in conn.execute(sel).all():
-        if isinstance(meta, dict) and meta.get(flag) is True:
-            out[rid] = out.get(rid, 0) + 1
+    for rid, _sid in _flagged(conn, ids, flag):
+        out[rid] = out.get(rid, 0) + 1
     return out
+
+
+def flagged_samples(conn: Connection | Session, run_id: str, flag: str) -> list[str]:
+    """The sample ids, sorted, of the run's judged verdict rows (repeat 0) that carry the flag ``meta[flag]`` as
+    JSON ``true``: the rows :func:`flagged_counts` counts. ``conn``: a connection or a session; SQLite and
+    PostgreSQL."""
+    return sorted(sid for _rid, sid in _flagged(conn, [run_id], flag))
 
 
 def unscored_details(

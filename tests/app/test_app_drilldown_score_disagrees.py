@@ -46,3 +46,51 @@ def test_drilldown_says_the_score_disagrees_beside_it(tmp_path, monkeypatch):
             assert not any("score disagrees" in c.value for c in at.caption)
     finally:
         eng.dispose()
+
+
+def test_drilldown_filters_a_cell_to_the_samples_whose_score_disagrees(tmp_path):
+    """The run-level list (:func:`automonitor.views.score_disagreeing_samples`) as a Drill-down filter: the
+    matrix says how many verdicts of the run disagree with their score, the cell's "Score disagrees" box keeps
+    only those, and the choice round-trips through the URL."""
+    import sqlalchemy as sa
+
+    from automonitor import analysis
+    from servers.data import add_pairs
+    from store import session_scope
+    from store.models import Prediction, Run
+
+    url = f"sqlite:///{tmp_path / 'flags.db'}"
+    eng = open_store(url)
+    try:
+        add_pairs(eng, 6)
+        rid = runner.create_run(eng, "rules", "direct")
+        runner.execute_run(eng, rid)
+        tp = sorted(analysis.cell_samples(eng, rid, "tp")["sample_id"])
+        assert len(tp) >= 2
+        flagged = {tp[0], tp[-1]}
+        with session_scope(eng) as s:
+            run = s.get(Run, rid)
+            run.params = {**run.params, "config": {**run.params.get("config", {}), "score_method": "verdict-token"}}
+            for p in s.execute(sa.select(Prediction).where(Prediction.run_id == rid)).scalars():
+                if p.sample_id in flagged:
+                    p.meta = {**(p.meta or {}), "score_disagrees": True}
+                    s.add(p)
+        with StoreEnv(url):
+            at = ok(app("pages/drilldown.py", run=rid, cell="tp").run())
+            assert any(c.value.startswith("2 verdict(s) of this run have a log-probability score") for c in at.caption)
+            assert sorted(at.dataframe[0].value["sample_id"]) == tp
+            box = at.checkbox(key="drilldown.score_disagrees")
+            assert not box.disabled and not box.value
+            box.check()
+            ok(at.run())
+            assert sorted(at.dataframe[0].value["sample_id"]) == sorted(flagged)
+            assert str(at.query_params.get("score_disagrees")) == "True"
+            link = ok(app("pages/drilldown.py", run=rid, cell="tp", score_disagrees="True").run())
+            assert link.checkbox(key="drilldown.score_disagrees").value
+            assert sorted(link.dataframe[0].value["sample_id"]) == sorted(flagged)
+            box = link.checkbox(key="drilldown.score_disagrees")
+            box.uncheck()
+            ok(link.run())
+            assert sorted(link.dataframe[0].value["sample_id"]) == tp and "score_disagrees" not in link.query_params
+    finally:
+        eng.dispose()
