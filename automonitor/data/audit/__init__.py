@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from automonitor.data.audit.cache import memo as memo  # benchmarks/bench_audit.py clears it
     from automonitor.data.audit.cache import cached_audit, fingerprint, keep_audits
     from automonitor.data.audit.document import audit_frame
-    from automonitor.data.audit.editions import check_edition, load_samples, run_audit
+    from automonitor.data.audit.editions import load_samples, run_audit
     from automonitor.data.audit.figures import (
         baselines_figure,
         controls_figure,
@@ -53,7 +53,7 @@ if TYPE_CHECKING:
         shared_conversations,
         tiny_diff_pairs,
     )
-    from automonitor.data.audit.params import EDITIONS, JACCARD, TINY_DIFF_TOKENS
+    from automonitor.data.audit.params import EDITIONS, JACCARD, TINY_DIFF_TOKENS, check_edition
     from automonitor.data.audit.report_md import markdown
     from automonitor.data.audit.suggestion import parse_final_letter, parse_suggestion, suggestion_score
 
