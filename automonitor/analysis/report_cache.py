@@ -98,7 +98,8 @@ def gc_paused(*, settle: bool = False) -> Iterator[None]:
     (``gc.freeze()`` then ``gc.unfreeze()``, two list splices) instead of being traversed by the young
     pass that enabling the collector sets off (~0.07 s after ``report --format html`` imported pandas and
     SQLAlchemy in the block); a reference cycle among them is then freed by the next full pass. For a
-    block that ends a command (``automonitor report``); the process does not freeze objects otherwise."""
+    block that ends a command (``automonitor report``; the console script then freezes everything at exit,
+    :func:`automonitor.cli.main`); no other block freezes objects."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:

@@ -7,6 +7,7 @@ errors (:class:`automonitor.errors.AutomonitorError`) get theirs from one table,
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 import threading
@@ -197,7 +198,10 @@ def sigterm_as_interrupt() -> Iterator[None]:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``automonitor`` console script. Returns (and exits with) the exit code:
     :data:`EXIT_CODES` for the product's errors, 130 (:data:`INTERRUPTED_EXIT`) for a command stopped by
-    Ctrl-C or SIGTERM (:func:`sigterm_as_interrupt`)."""
+    Ctrl-C or SIGTERM (:func:`sigterm_as_interrupt`). Without ``argv`` (the console script, ``python -m
+    automonitor``) it exits the process, the collector's objects frozen first (``gc.freeze``: no
+    traversal of them at shutdown); with ``argv`` (called from Python) it returns the code and leaves the
+    collector as it was."""
     try:
         # the usage lines name the command as the README does, however it was started (console script,
         # ``python -m automonitor``, or this function called from Python)
@@ -245,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {type(exc).__name__}: {_shown(str(exc))}{_store_note(exc)}", file=sys.stderr)
             code = 1
     if argv is None:
+        # the process ends here: everything it made moves to the collector's permanent generation (gc.freeze),
+        # so that the interpreter's collections at shutdown do not traverse it again (0.3-0.5 s CPU after a
+        # report of 100 runs, whose frames, evidence lists and documents are millions of tracked objects);
+        # reference counting still frees them as the modules are torn down
+        gc.freeze()
         sys.exit(code)
     return code
 
