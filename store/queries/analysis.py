@@ -6,6 +6,7 @@ The reads select on :mod:`store.tables`' Core views (a report imports neither th
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
@@ -122,19 +123,23 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
         else:
             runs = list(c.execute(rq))
         per_run = fetch_each(c, q, "run_id", [r[0] for r in runs])
-        rows = [row for part in per_run for row in part]
-        sids = pd.factorize(np.array([r[0] for r in rows], dtype=object))  # (code per row, distinct sample ids)
+        n_rows = sum(map(len, per_run))
+        # one object array per column of the rows (each column read once, in C: no list per column first)
+        data: dict[str, Any] = {
+            n: np.fromiter(col, dtype=object, count=n_rows)
+            for n, col in zip(own, zip(*itertools.chain.from_iterable(per_run)) if n_rows else [() for _ in own])
+        }
+        sids = pd.factorize(data["sample_id"])  # (code per row, distinct sample ids)
         cols_of = rows_by_ids(c, (sample.c.id, *(sample.c[n] for n in SAMPLE_JOINED)), sample.c.id, sids[1].tolist())
     found = {r[0]: r[1:] for r in cols_of}
-    data: dict[str, Any] = {"run_id": [r[0] for r, part in zip(runs, per_run) for _ in part]}
-    for k, n in enumerate(RUN_JOINED):
+    per_row = [len(part) for part in per_run]  # each run's value repeated over its rows
+    for k, n in enumerate(("run_id", *RUN_JOINED)):
         if n in names:
-            data[n] = [r[k + 1] for r, part in zip(runs, per_run) for _ in part]
-    data.update(zip(own, zip(*rows)) if rows else ((n, []) for n in own))
+            data[n] = np.repeat(np.array([r[k] for r in runs], dtype=object), per_row)
     for k, n in enumerate(SAMPLE_JOINED):
         if n in names:
             data[n] = np.array([found[i][k] if i in found else None for i in sids[1]], dtype=object).take(sids[0])
-    df = pd.DataFrame({n: pd.Series(data[n], dtype=object) for n in names})
+    df = pd.DataFrame({n: pd.Series(data[n], dtype=object, copy=False) for n in names})
     if len(found) < len(sids[1]):  # a prediction of a sample not in the store: dropped, as by the inner join
         df = df[np.isin(sids[0], [i for i, s in enumerate(sids[1]) if s in found])].reset_index(drop=True)
     for n in names:
