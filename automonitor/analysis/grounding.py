@@ -154,12 +154,14 @@ class _Quote:
         return self._ns
 
 
-def _locate(text: str, q: _Quote) -> tuple[str, int, int] | None:
-    """(status, start, end) of the prepared span in ``text``, or ``None``."""
+def _locate(text: str, q: _Quote, *, tried: bool = False) -> tuple[str, int, int] | None:
+    """(status, start, end) of the prepared span in ``text``, or ``None``; ``tried``: the caller searched
+    ``text`` for the span verbatim already and did not find it."""
     s, cleaned = q.s, q.cleaned
-    i = text.find(s)
-    if i >= 0:
-        return "exact", i, i + len(s)
+    if not tried:
+        i = text.find(s)
+        if i >= 0:
+            return "exact", i, i + len(s)
     if cleaned and cleaned is not s:
         i = text.find(cleaned)
         if i >= 0:  # verbatim once the quote marks around it are removed: still a normalised match
@@ -203,21 +205,30 @@ def ground_evidence(response: str, request: str | None, spans: Iterable[JSONValu
 def ground_quote(response: str, request: str | None, span: JSONValue) -> GroundedEvidence:
     """One span of :func:`ground_evidence`: grounded in ``response`` first, then in ``request``; the result
     depends on those texts and the span alone (a caller may keep it per sample and quote)."""
-    if isinstance(span, str) and response and span.strip():  # most quotes: verbatim in the response
-        i = response.find(span)
-        if i >= 0:
-            return {"span": span, "status": "exact", "start": i, "end": i + len(span), "field": "response"}
-    q = _Quote(span)
-    s = q.s
-    hit, field = None, None
-    if s.strip():
+    status, start, end, field = locate_quote(response, request, span)
+    return {"span": _span_text(span), "status": status, "start": start, "end": end, "field": field}
+
+
+def locate_quote(response: str, request: str | None, span: JSONValue) -> tuple[str, int | None, int | None, str | None]:
+    """:func:`ground_quote` without the quoted text: ``(status, start, end, field)`` (``start``/``end``/``field``
+    ``None`` when not found), for a caller that grounds many quotes and keeps only these."""
+    if isinstance(span, str):
+        if not span or span.isspace():  # an empty span (str.strip() would leave nothing): never found
+            return "not_found", None, None, None
         if response:
-            hit, field = _locate(response, q), "response"
+            i = response.find(span)
+            if i >= 0:  # most quotes: verbatim in the response
+                return "exact", i, i + len(span), "response"
+    q = _Quote(span)
+    hit, field = None, None
+    if q.s.strip():
+        if response:
+            hit, field = _locate(response, q, tried=isinstance(span, str)), "response"
         if hit is None and request:
             hit, field = _locate(request, q), "request"
     if hit is None:
-        return {"span": s, "status": "not_found", "start": None, "end": None, "field": None}
-    return {"span": s, "status": hit[0], "start": hit[1], "end": hit[2], "field": field}
+        return "not_found", None, None, None
+    return hit[0], hit[1], hit[2], field
 
 
 def summary_of_counts(

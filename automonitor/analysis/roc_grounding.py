@@ -144,13 +144,13 @@ def grounding_summary(
         for q in ev if isinstance(ev, list) else [ev]:
             known = grounded.get((sid, q)) if isinstance(q, str) else None
             if known is None:
-                req, resp = texts.get(sid, ("", ""))
-                g = gr.ground_quote(resp, req, q)
-                known = (g["status"], g["field"])
+                req, resp = texts.get(sid, _NO_TEXTS)
+                status, start, end, field = gr.locate_quote(resp, req, q)
+                known = (status, field)
                 if isinstance(q, str):
                     grounded[(sid, q)] = known
                 if memo is not None:
-                    hit = (g["start"] or 0, g["end"] or 0) if g["field"] == "response" else None
+                    hit = (start or 0, end or 0) if field == "response" else None
                     memo[(resp, q if isinstance(q, str) else repr(q))] = hit
             found.append(known)
     tally = Counter(found)
