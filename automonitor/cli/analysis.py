@@ -206,15 +206,16 @@ def _emit_report(
 ) -> None:
     """Print the report (or write it to ``output``): one JSON document, a paper-style table (+ the audit
     section in markdown), or rich tables (stdout only)."""
+    import json
+
     from automonitor.analysis import report_format
-    from automonitor.jsontypes import dumps_indented
 
     out: str | None = None
     if json_out:
         if output is None:
             emit_json(rep.to_dict())
             return
-        out = dumps_indented(rep.to_dict(), 2, default=str) + "\n"  # json.dumps(..., indent=2, default=str)
+        out = json.dumps(rep.to_dict(), indent=2, default=str) + "\n"
     elif fmt:
         out = report_format.render(rep, fmt)
         if fmt == "markdown" and with_audit:

@@ -9,6 +9,7 @@ empty one in the current directory. Every error printed by the CLI names the sto
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Container, Iterable, Literal, Sequence
@@ -228,10 +229,8 @@ def csv_mode_of(csv_mode: str, csv_exact: bool) -> str:
 
 
 def emit_json(obj: object) -> None:
-    """Print one JSON document on stdout (and nothing else there): ``json.dumps(obj, indent=2, default=str)``."""
-    from automonitor.jsontypes import dumps_indented  # here: --help needs neither it nor typing_extensions
-
-    sys.stdout.write(dumps_indented(obj, 2, default=str) + "\n")
+    """Print one JSON document on stdout (and nothing else there)."""
+    sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
     sys.stdout.flush()
 
 
