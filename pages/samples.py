@@ -123,7 +123,10 @@ if total == 0:
     st.stop()
 
 _, frame = views.search_samples(eng, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE, **filters)
-shown = frame.assign(request=frame["request"].str.slice(0, 160), response=frame["response"].str.slice(0, 160))
+shown = frame.assign(  # invisible characters as markers: a right-to-left override must not reorder a cell
+    request=frame["request"].str.slice(0, 160).map(views.reveal_invisible),
+    response=frame["response"].str.slice(0, 160).map(views.reveal_invisible),
+)
 shown = views.display_frame(
     shown[["id", "label", "category", "task", "request", "response", "pair_id", "split", "status", "source"]]
 )

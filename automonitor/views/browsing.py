@@ -13,6 +13,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.errors import InputError, NotFound
 from automonitor.escaping import esc as _esc
+from automonitor.escaping import reveal_invisible
 from automonitor.views.cells import display_frame
 
 
@@ -47,9 +48,12 @@ def neighbours(ids: Sequence[str], current: str | None) -> Neighbours:
 
 def preview(text: str | None, limit: int = 90) -> str:
     """A one-line preview: whitespace runs collapsed to one space, cut at ``limit`` characters with an
-    ellipsis. Plain text (the caller escapes it where HTML is built)."""
+    ellipsis, and every invisible character shown as a ``⟨U+XXXX⟩`` marker
+    (:func:`automonitor.escaping.reveal_invisible`: a table cell must not let a right-to-left override
+    reorder what a reader sees). Plain text (the caller escapes it where HTML is built)."""
     t = re.sub(r"\s+", " ", text or "").strip()
-    return t if len(t) <= limit else t[: limit - 1] + "…"
+    t = t if len(t) <= limit else t[: limit - 1] + "…"
+    return reveal_invisible(t)
 
 
 def disagreeing_samples(engine: Engine, run_a: str, run_b: str) -> set[str]:

@@ -101,3 +101,14 @@ def test_control_characters_are_marked_by_every_display_escaper():
             assert ch not in out, (fn.__name__, ch)
             assert f"{ord(ch):04X}\u27e9" in out, (fn.__name__, ch)  # markdown escapes the marker's '+'
     assert esc("a\tb\nc\rd") == "a\tb\nc\rd"
+
+
+def test_a_table_preview_reveals_invisible_characters():
+    """:func:`automonitor.views.preview` (the Drill-down cell table's request and response columns) marks
+    them like every other view (fresh-user trial 44: the override took effect in that table); the cut at
+    ``limit`` is made on the stored text, before the markers."""
+    from automonitor.views.browsing import preview
+
+    assert preview(f"a {SPOOF}\u200b b") == "a invoice\u27e8U+202E\u27e9gpj.exe\u27e8U+200B\u27e9 b"
+    assert preview("x" * 10 + "\u202e" + "y" * 10, limit=12) == "x" * 10 + "\u27e8U+202E\u27e9…"
+    assert preview("plain  text\n<b>") == "plain text <b>"
