@@ -268,7 +268,8 @@ def new_run(
 
     Raises:
         InputError: no --monitor or --template, a ``batch_poll`` that is not a finite number of seconds in
-            (0, 86400] or a ``batch_size`` that is not a whole number >= 1 (field: the option), --batch with
+            (0, 86400] or a ``batch_size`` that is not a whole number >= 1, or either without --batch (field:
+            the option), --batch with
             an effective repeat K > 1 (``repeat``, else ``params["repeat"]``: the flag or ``--param repeat``)
             or another backend, and whatever :func:`automonitor.runs.runner.create_run` raises.
     """
@@ -280,7 +281,11 @@ def new_run(
     if not template:
         raise InputError("--template is required (or --resume RUN_ID)", field="template")
     # the batch options' declared rule (automonitor.runs.params.BatchSettings), checked before any row is written
-    batch_opts = batch_settings({k: params.pop(k) for k in BATCH_PARAMS if k in params})
+    given = {k: params.pop(k) for k in BATCH_PARAMS if k in params}
+    batch_opts = batch_settings(given)
+    if given and not batch:  # a live run has no parts to size or poll: the option would be dropped unread
+        name = next(k for k in BATCH_PARAMS if k in given)
+        raise InputError(f"--param {name} is an option of run --batch; add --batch or leave it out", field=name)
     # the effective repeat: the flag (put into params by _apply_repeat) or --param repeat, validated
     if batch and repeat_count({**params, **({} if repeat is None else {"repeat": repeat})}) > 1:
         raise InputError(

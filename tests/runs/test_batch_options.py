@@ -130,6 +130,24 @@ def test_a_bad_batch_option_exits_2_naming_it_and_writes_nothing(db_url, engine,
     assert _counts(engine) == (0, 0)
 
 
+@pytest.mark.parametrize("item", ["batch_size=5", "batch_poll=10"])
+def test_a_batch_option_without_batch_exits_2_naming_it_and_writes_nothing(db_url, engine, item):
+    """Fresh-user trial 44: ``run --param batch_size=5`` without ``--batch`` exited 0 with a live run and the
+    option dropped unread (not in the run's parameters): an option that does nothing is refused, as an
+    unknown ``--param`` key is (CONTRACT), before any row is written."""
+    add_pairs(engine, 2)
+    r = run_cli(
+        ["run", "--monitor", "openai:gpt-4o-mini", "--template", "direct", "--base-url", NOWHERE, "--param", item]
+        + ["--json", "--quiet"],
+        db=db_url,
+        env={"OPENAI_API_KEY": "sk-test-not-a-key"},
+    )
+    name = item.split("=")[0]
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert f"--param {name} is an option of run --batch" in r.stderr and "Traceback" not in r.stderr
+    assert _counts(engine) == (0, 0)
+
+
 def test_good_batch_options_are_stored_normalised(db_url, engine, monkeypatch):
     from automonitor.cli.runs import new_run
 
