@@ -128,7 +128,8 @@ else:
     if flagged:
         grid.caption(
             f"{len(flagged):,} verdict(s) of this run have a log-probability score that favours the other side "
-            "(report: answers.score_disagrees); tick *Score disagrees* under a cell to list them."
+            "(report: answers.score_disagrees, controls included); tick *Score disagrees* under a cell to list "
+            "that cell's: the controls' have no cell on this page (they are outside MR/FAR)."
         )
     if invalid != "exclude":
         grid.caption(

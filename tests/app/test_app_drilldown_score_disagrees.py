@@ -77,7 +77,8 @@ def test_drilldown_filters_a_cell_to_the_samples_whose_score_disagrees(tmp_path)
                     s.add(p)
         with StoreEnv(url):
             at = ok(app("pages/drilldown.py", run=rid, cell="tp").run())
-            assert any(c.value.startswith("2 verdict(s) of this run have a log-probability score") for c in at.caption)
+            caption = next(c.value for c in at.caption if c.value.startswith("2 verdict(s) of this run have a"))
+            assert "controls included" in caption and "have no cell on this page" in caption, caption
             assert sorted(at.dataframe[0].value["sample_id"]) == tp
             box = at.checkbox(key="drilldown.score_disagrees")
             assert not box.disabled and not box.value
