@@ -8,6 +8,7 @@ from typing import (
     Any,
     Iterable,
     Iterator,
+    Mapping,
     Protocol,
     Sequence,
     TypeVar,
@@ -62,6 +63,37 @@ def table_of(model: type[SQLModel]) -> sa.Table:
     return cast(sa.Table, mapper.local_table)
 
 
+def insert_rows(session: Session, model: type[SQLModel], rows: Sequence[Mapping[str, object]]) -> int:
+    """``INSERT`` ``rows`` (dicts keyed by column name) into ``model``'s table inside the caller's transaction,
+    as Core ``executemany`` batches: consecutive rows with the same keys share one statement, as in the ORM's
+    bulk ``session.execute(insert(model), rows)``, which writes the same rows (column defaults for absent keys,
+    the same bind processing) but spends about as much CPU per row in its mapper bookkeeping as the
+    database spends storing it. The session is flushed first when it autoflushes (as the ORM call would be).
+    Returns ``len(rows)``.
+
+    Raises:
+        sqlalchemy.exc.IntegrityError: a row breaks a constraint (nothing of this call is kept by the caller's
+            rollback).
+    """
+    if not rows:
+        return 0
+    if session.autoflush:
+        session.flush()
+    conn = session.connection()
+    table = table_of(model)
+    batch: list[Mapping[str, object]] = []
+    keys: frozenset[str] = frozenset()
+    for r in rows:
+        k = frozenset(r)
+        if batch and k != keys:
+            conn.execute(sa.insert(table), batch)
+            batch = []
+        keys = k
+        batch.append(r)
+    conn.execute(sa.insert(table), batch)
+    return len(rows)
+
+
 def sample_columns(*names: str) -> list[sa.Column[object]]:
     """The ``sample`` table's columns called ``names`` (``sample_columns(*SAMPLE_KEY, "content_hash")``), for
     a ``SELECT`` whose rows become dicts with those keys."""
@@ -112,6 +144,7 @@ __all__ = [
     "IN_CHUNK",
     "SAMPLE_KEY",
     "chunks",
+    "insert_rows",
     "rows_by_ids",
     "sample_columns",
     "table_of",

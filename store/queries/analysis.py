@@ -21,7 +21,7 @@ from automonitor.errors import NotFound
 from automonitor.jsontypes import JSONValue
 from store.queries.composition import meta_names
 from store.tables import prediction, run, sample
-from store.queries import chunks as _chunks, rows_by_ids
+from store.queries import chunks as _chunks, insert_rows, rows_by_ids
 
 if TYPE_CHECKING:
     from sqlmodel import Session
@@ -371,5 +371,5 @@ def insert_finished_run(
         for r, cost in zip(rows, costs)
     ]
     for part in _chunks(payload, 2000):
-        session.execute(sa.insert(Prediction), list(part))
+        insert_rows(session, Prediction, part)
     return run

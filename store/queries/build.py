@@ -21,7 +21,7 @@ from store.models import (
     Sample,
     utcnow,
 )
-from store.queries import chunks, rows_by_ids, sample_columns
+from store.queries import chunks, insert_rows, rows_by_ids, sample_columns
 
 # The tables whose rows name a sample (``sample_id``), by the name the build report uses.
 SAMPLE_REFERENCES: tuple[
@@ -132,9 +132,7 @@ def add_edition_memberships(session: Session, pairs: list[tuple[str, str]]) -> N
     if not pairs:
         return
     now = utcnow()
-    session.execute(
-        sa.insert(EditionSample), [{"edition": ed, "sample_id": sid, "created_at": now} for ed, sid in pairs]
-    )
+    insert_rows(session, EditionSample, [{"edition": ed, "sample_id": sid, "created_at": now} for ed, sid in pairs])
 
 
 def delete_samples(session: Session, ids: list[str]) -> None:

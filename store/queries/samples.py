@@ -11,7 +11,7 @@ from sqlmodel import Session, col
 
 from automonitor.vocab import CONTROLS_SPLIT
 from store.models import Sample
-from store.queries import SAMPLE_KEY, rows_by_ids, sample_columns, table_of, typed_rows
+from store.queries import SAMPLE_KEY, insert_rows, rows_by_ids, sample_columns, table_of, typed_rows
 from store.queries.composition import (
     check_edition,
     composition,
@@ -77,8 +77,7 @@ def insert_samples(session: Session, rows: Sequence[Mapping[str, object]]) -> in
         d.setdefault("status", "gold")
         d.setdefault("source", "")
         payload.append(d)
-    session.execute(sa.insert(Sample), payload)
-    return len(payload)
+    return insert_rows(session, Sample, payload)
 
 
 # --- editions of the test set -----------------------------------------------------------------------

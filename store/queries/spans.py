@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from store.queries import chunks
+from store.queries import chunks, insert_rows
 from store.queries.rowtypes import SpanRow
 from store.tables import gold_span
 
@@ -58,8 +58,7 @@ def insert_spans(session: Session, sample_id_spans: Sequence[tuple[str, Mapping[
         }
         for sid, sp in sample_id_spans
     ]
-    session.execute(sa.insert(GoldSpan), payload)
-    return len(payload)
+    return insert_rows(session, GoldSpan, payload)
 
 
 def delete_spans(session: Session, sample_ids: Sequence[str], provenances: Sequence[str]) -> int:
