@@ -107,6 +107,9 @@ assert tuple(EDITION_PROMISES) == EDITIONS
 #: side (automonitor.analysis.difficulty computes them; the report's table and the trade-off page show them)
 DIFFICULTY_EDITIONS: tuple[str, ...] = ("verified", "hard")
 assert set(DIFFICULTY_EDITIONS) <= set(EDITIONS)
+#: The detector ladder's keys of a sample's ``meta`` (``automonitor.data.build.ladder.META_KEYS``, which the store side
+#: of a build reads from here: importing the ladder imports pandas; tests/data/test_ladder_runs.py holds them equal)
+LADDER_META_KEYS: tuple[str, ...] = ("tier", "caught_by", "false_alarm_by")
 #: The edition a build keeps every pair with an erratum out of (``wrong`` or ``doubtful``; ``hard`` is drawn from
 #: it): the report names it beside the count of scored samples an erratum marks (automonitor.analysis.from_store.errata_notes)
 ERRATA_FREE_EDITION = "verified"

@@ -12,8 +12,6 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from automonitor.vocab import RunKind, RunStatus
 
-import numpy as np
-import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
@@ -23,7 +21,8 @@ from store.queries.composition import meta_names
 from store.tables import prediction, run, sample
 from store.queries import chunks as _chunks, insert_rows, rows_by_ids
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pandas and NumPy load with the frame readers, not with the writes (a build's ladder runs)
+    import pandas as pd
     from sqlmodel import Session
 
     from store.models import Monitor, Run
@@ -54,6 +53,8 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None, *, include_l
     Columns: run_id, monitor, template, kind, status, n, params, created_at.
     Raises ``NotFound`` naming the first id in ``run_ids`` that does not exist.
     """
+    import pandas as pd
+
     cols = (run.c.id, run.c.monitor, run.c.template, run.c.kind, run.c.status, run.c.n, run.c.params, run.c.created_at)
     q = sa.select(*cols).order_by(run.c.created_at, run.c.id)
     with engine.connect() as c:
@@ -89,6 +90,9 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     run_id, sample_id, pair_id, category, task, label, outcome, score, evidence (faster for reports).
     Rows are ordered by run and sample id.
     """
+    import numpy as np
+    import pandas as pd
+
     p = prediction.c
     cols: dict[str, Any] = {
         "run_id": p.run_id,
@@ -246,6 +250,8 @@ def load_sample_texts(engine: Engine, sample_ids: Iterable[str]) -> dict[str, tu
 
 def sample_frame(engine: Engine, sample_ids: Iterable[str]) -> pd.DataFrame:
     """Samples (id, pair_id, category, task, label, request, response, source) for the given ids."""
+    import pandas as pd
+
     t = sample.c
     cols = [t.id, t.pair_id, t.category, t.task, t.label, t.request, t.response, t.source]
     with engine.connect() as c:

@@ -208,3 +208,26 @@ def test_the_build_writes_the_ladder_runs_once_and_replaces_them_on_a_reseed(eng
     assert off["ladder_runs"] == {"runs": {}, "written": 0, "deleted": len(lr["runs"])}
     with Session(engine) as s:
         assert list_runs(s, include_ladder=True) == []
+
+
+def test_the_store_side_of_a_build_reads_the_ladders_meta_keys_without_importing_the_ladder():
+    """The store side of a build (reconcile, the ladder runs, the ladder predictions' writer) compares a row's
+    ladder marks by :data:`automonitor.vocab.LADDER_META_KEYS`, the ladder's own :data:`META_KEYS`, and imports
+    neither the ladder, the plan nor pandas / NumPy until a plan must be made: a build whose plan comes from the
+    cache needs none of them (issue 38)."""
+    import subprocess
+    import sys
+
+    from automonitor import vocab
+    from automonitor.data.build.ladder import META_KEYS
+    from helpers import REPO
+
+    assert vocab.LADDER_META_KEYS == META_KEYS
+    probe = (
+        "import sys, automonitor.data.build.reconcile, automonitor.data.build.ladder_runs, store.queries.analysis;"
+        "print(sorted(m for m in ('pandas', 'numpy', 'automonitor.data.build.ladder', 'automonitor.data.build.plan')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"

@@ -15,16 +15,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from automonitor.data.build.ladder import (
-    DETECTORS,
-    LADDER_VERSION,
-    LadderResult,
-    detector_parameters,
-)
 from automonitor.vocab import CONTROLS_SPLIT
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the ladder (it imports pandas) loads when runs are planned, not when stored ones are written
     from sqlmodel import Session
+
+    from automonitor.data.build.ladder import LadderResult
 
 RUNS_VERSION = 1
 #: the edition a ladder run judges (``hard`` is drawn from it; the difficulty section reads ``hard`` in it)
@@ -69,6 +65,8 @@ def plan_runs(
 ) -> list[LadderRun]:
     """The ladder runs of a plan (module doc): one per detector of ``res`` that scored a member of
     :data:`EDITION` or a control among ``rows`` (the plan's sample rows), in battery order."""
+    from automonitor.data.build.ladder import DETECTORS, LADDER_VERSION, detector_parameters
+
     controls = {str(r["id"]) for r in rows if r["split"] == CONTROLS_SPLIT}
     members = sorted(controls | {str(r["id"]) for r in rows if _member(r)})
     out: list[LadderRun] = []

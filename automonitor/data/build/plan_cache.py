@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from automonitor.data.build.ladder_runs import LadderRun
-from automonitor.data.build.plan import plan_build
 from automonitor.data.build.sample_rows import Plan
 from automonitor.data.cache_home import cache_home, write_text_entry
 from automonitor.data.errata import Erratum
@@ -227,6 +226,8 @@ def cached_plan(
             return getattr(progress, name)
 
     rec = _Recorder()
+    from automonitor.data.build.plan import plan_build  # the plan's modules (ladder, edition hard) on a miss only
+
     plan = plan_build(
         raw, seed, external_test=external_test, progress=rec, errata=errata, hard=hard, refresh_ladder=refresh_ladder
     )

@@ -16,8 +16,6 @@ from sqlmodel import Session
 from automonitor.data.build.config import ORIGIN, resolve_raw
 from automonitor.data.build.gold_spans import PlannedSpans, sync_spans
 from automonitor.data.build import fresh_audits, ladder_runs
-from automonitor.data.build.ladder import META_KEYS as LADDER_KEYS
-from automonitor.data.build.plan import plan_build
 from automonitor.data.build.plan_cache import cached_plan
 from automonitor.data.build.sample_rows import Plan
 from automonitor.data.build.selection import Blocked
@@ -26,6 +24,7 @@ from automonitor.data.errata import errata_in_force
 from automonitor.errors import InputError
 from automonitor.jsontypes import JSONValue
 from automonitor.leases import lease_held_by_other
+from automonitor.vocab import LADDER_META_KEYS
 from automonitor.data.sources import REGISTRY, SourceResult
 from store import session_scope
 from store.queries import build as build_queries
@@ -50,7 +49,7 @@ def _erratum_key(meta: JSONValue) -> str:
     (``meta.tier``, ``caught_by``, ``false_alarm_by``), as a comparable string (``""``: none)."""
     if not isinstance(meta, dict):
         return ""
-    marks = {k: meta[k] for k in ("erratum", *LADDER_KEYS) if meta.get(k)}
+    marks = {k: meta[k] for k in ("erratum", *LADDER_META_KEYS) if meta.get(k)}
     return json.dumps(marks, sort_keys=True) if marks else ""
 
 
@@ -95,10 +94,18 @@ def _sample_changes(session: Session, state: _StoreState, plan: Plan) -> _Change
     or finalized."""
     planned = {r["id"]: r for r in plan.rows}
     kept = state.settled | build_queries.adjudicated_ids(session, list(state.current))
-    current = state.current
-    to_delete = [i for i in current if i not in planned]
-    to_update = [i for i in current if i in planned and i not in kept and current[i][:3] != _placement(planned[i])[:3]]
-    to_mark = [i for i in current if i in planned and i not in kept and current[i][3] != _placement(planned[i])[3]]
+    to_delete: list[str] = []
+    to_update: list[str] = []
+    to_mark: list[str] = []
+    for i, have in state.current.items():  # each planned row's placement computed once (a JSON dump of its marks)
+        if i not in planned:
+            to_delete.append(i)
+        elif i not in kept:
+            want = _placement(planned[i])
+            if have[:3] != want[:3]:
+                to_update.append(i)
+            if have[3] != want[3]:
+                to_mark.append(i)
     return _Changes(planned, kept, to_delete, to_update, to_mark)
 
 
@@ -283,6 +290,8 @@ def build(
             )
             plan, spans, key = got.plan, got.spans, got.key
         else:
+            from automonitor.data.build.plan import plan_build  # its modules (ladder, edition hard) load here
+
             plan = plan_build(
                 raw_path,
                 seed,
