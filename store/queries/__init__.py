@@ -68,8 +68,11 @@ def insert_rows(session: Session, model: type[SQLModel], rows: Sequence[Mapping[
     as Core ``executemany`` batches: consecutive rows with the same keys share one statement, as in the ORM's
     bulk ``session.execute(insert(model), rows)``, which writes the same rows (column defaults for absent keys,
     the same bind processing) but spends about as much CPU per row in its mapper bookkeeping as the
-    database spends storing it. The session is flushed first when it autoflushes (as the ORM call would be).
-    Returns ``len(rows)``.
+    database spends storing it. As the ORM's bulk insert does, a key whose value is ``None`` is left out (so
+    the column's default applies, or NULL where it has none) unless the column's type stores ``None`` as a
+    value (``should_evaluate_none``, e.g. JSON ``null``): ``{"source": None}`` gets the column's default, not a
+    NULL that a ``NOT NULL`` column refuses. The session is flushed first when it autoflushes (as the ORM call
+    would be). Returns ``len(rows)``.
 
     Raises:
         sqlalchemy.exc.IntegrityError: a row breaks a constraint (nothing of this call is kept by the caller's
@@ -81,9 +84,11 @@ def insert_rows(session: Session, model: type[SQLModel], rows: Sequence[Mapping[
         session.flush()
     conn = session.connection()
     table = table_of(model)
+    eval_none = frozenset(c.key for c in table.c if c.type.should_evaluate_none)
     batch: list[Mapping[str, object]] = []
     keys: frozenset[str] = frozenset()
-    for r in rows:
+    for row in rows:
+        r = {k: v for k, v in row.items() if v is not None or k in eval_none}
         k = frozenset(r)
         if batch and k != keys:
             conn.execute(sa.insert(table), batch)
