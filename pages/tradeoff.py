@@ -33,15 +33,6 @@ COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
 # Category options, both templates' chips and the "Unscored outcomes" label (tests/e2e/test_run_labels_browser.py)
 head, f5 = st.columns([5.2, 1], vertical_alignment="bottom")
 head.title("Safety-utility trade-off")
-# the filter row's place, then the plane's: at a session's first run an empty frame holds the plane's place
-# at once, so that the browser loads and runs plotly's script (4.7 MB, seconds on a loaded machine) while the
-# server still reads the store and computes the plane, not after the plane arrives; the plane then replaces
-# it there (and the view-lines toggle fills the slot above it). Reruns keep the drawn plane until replaced.
-filter_row, plane = st.container(), st.container()
-lines_slot, chart_slot = plane.empty(), plane.empty()
-drawn_key = f"{PAGE}.plane_drawn"
-if not st.session_state.get(drawn_key):
-    chart_slot.plotly_chart(views.plane_placeholder(height=400), width="stretch", config={"displaylogo": False})
 
 url, ver = loaders.db_url(), loaders.version()
 # the detector ladder's runs (cheap detectors the build writes, kind ladder) are off the plane by default
@@ -49,7 +40,6 @@ lad_key = url_state.seed_state(PAGE, "ladder", False, valid=[True], cast=lambda 
 show_ladder = bool(st.session_state.get(lad_key, False))
 runs = loaders.load_runs(url, ver, show_ladder)
 if runs.empty:
-    chart_slot.empty()
     ui.empty_store_notice("runs")
     st.stop()
 
@@ -69,7 +59,7 @@ found = set(sets["edition"]) if not sets.empty else set()
 editions = [e for e in vocab.EDITIONS] + sorted(found - set(vocab.EDITIONS))  # hard is selectable before any run
 ed_key = url_state.seed_state(PAGE, "edition", ALL, valid=[ALL, *editions])
 
-f1, f2, f3, f4 = filter_row.columns([2.3, 1.1, 2.4, 1.6], vertical_alignment="bottom")
+f1, f2, f3, f4 = st.columns([2.3, 1.1, 2.4, 1.6], vertical_alignment="bottom")
 cat, tsk = ui.slice_selects(f1, f2, cat_key, task_key, ALL)
 templates = f3.multiselect("Templates", present_tpl, key=tpl_key)
 invalid = f4.selectbox(
@@ -175,7 +165,7 @@ vl_key = url_state.seed_state(
 )
 show_view_lines = bool(st.session_state.get(vl_key, True))
 if views.view_line_count(scored):
-    show_view_lines = lines_slot.toggle(
+    show_view_lines = st.toggle(
         views.VIEW_LINES_LABEL,
         key=vl_key,
         help="A dotted line joins the points of one monitor and template judged under several monitor views "
@@ -192,10 +182,9 @@ fig = views.tradeoff_figure(
     include_incomplete=bool(include_incomplete),
     view_lines=show_view_lines,
 )
-event = chart_slot.plotly_chart(
+event = st.plotly_chart(
     fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
 )
-st.session_state[drawn_key] = True
 
 if loc is not None:
     n_loc = int(loc["localised_share"].notna().sum()) if len(loc) else 0

@@ -70,7 +70,6 @@ if TYPE_CHECKING:
     )
     from automonitor.views.figures import (
         VIEW_LINES_LABEL,
-        plane_placeholder,
         roc_figure,
         tradeoff_figure,
         view_line_count,

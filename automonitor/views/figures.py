@@ -126,24 +126,6 @@ def tradeoff_figure(
     return fig
 
 
-def plane_placeholder(height: int = 400) -> go.Figure:
-    """The MR-FAR plane's empty frame: a plotly figure with no trace and the axes (titles, ranges), height
-    and margins of :func:`tradeoff_figure` without a title. The Trade-off page draws it in the plane's place
-    at the start of its run and the plane replaces it there, so that the browser loads and runs plotly's
-    script (several MB) while the server still computes the plane, not after it. ``height`` in px."""
-    import plotly.graph_objects as go
-
-    axis: dict[str, object] = {"range": [-0.03, 1.03], "zeroline": False}
-    return go.Figure(
-        layout={
-            "height": height,
-            "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-            "xaxis": {"title": {"text": "False alarm rate (FAR = FP / (TN + FP))"}, **axis},
-            "yaxis": {"title": {"text": "Miss rate (MR = FN / (TP + FN))"}, **axis},
-        }
-    )
-
-
 def tradeoff_figure_json(
     points: pd.DataFrame,
     *,
