@@ -434,6 +434,40 @@ def judge_once(backend: Any, item: Any) -> Any:
     return asyncio.run(go())
 
 
+def declared_ok(declared: dict[str, tuple[str, float | None, float | None, bool]], name: str, value: object) -> bool:
+    """Whether ``value`` meets option ``name``'s rule in ``declared`` (``{name: (kind, least, most, least is
+    exclusive)}``, kind ``"whole"`` or ``"seconds"``, ``least``/``most`` None for no bound): an independent
+    statement of what ``automonitor.runs.params`` declares, for the properties over :func:`param_values`.
+    Whole numbers: a JSON integer (not a boolean) or ASCII digits with an optional sign and blanks around;
+    seconds: a finite number or the text of one."""
+    import math
+
+    kind, least, most, exclusive = declared[name]
+    number: float
+    if kind == "whole":
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            return False
+        if isinstance(value, str):
+            text = value.strip()
+            digits = text[1:] if text[:1] in "+-" else text
+            if not digits or any(c not in "0123456789" for c in digits) or len(digits) > 4300:
+                return False
+            value = int(text)
+        number = value
+    else:
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            return False
+        try:
+            number = float(value.strip() if isinstance(value, str) else value)
+        except (ValueError, OverflowError):
+            return False
+        if not math.isfinite(number):
+            return False
+    if least is not None and (number <= least if exclusive else number < least):
+        return False
+    return most is None or number <= most
+
+
 def param_values() -> Any:
     """A hypothesis strategy of the values a ``--param KEY=VALUE`` (JSON, else the text) or a stored run's
     parameters can hold: null, booleans, integers, floats with NaN and Infinity, short texts, texts of

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from automonitor.errors import InputError
 from automonitor.runs import runner
 from automonitor.runs.params import BATCH_PARAMS, batch_settings
-from helpers import param_values, run_cli
+from helpers import declared_ok, param_values, run_cli
 from servers.data import add_pairs
 from store import session_scope
 from store.models import Run
@@ -30,33 +30,6 @@ DECLARED = {
 }
 #: a loopback port nothing listens on: a run that got as far as executing fails at once, offline
 NOWHERE = "http://127.0.0.1:9/v1"
-
-
-def _expected_ok(name: str, value: object) -> bool:
-    """Whether ``value`` meets ``name``'s declared rule (an independent statement of it)."""
-    kind, least, most, exclusive = DECLARED[name]
-    if kind == "whole":
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            return False
-        if isinstance(value, str):
-            text = value.strip()
-            digits = text[1:] if text[:1] in "+-" else text
-            if not digits or any(c not in "0123456789" for c in digits) or len(digits) > 4300:
-                return False
-            value = int(text)
-        number: float = value
-    else:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            return False
-        try:
-            number = float(value.strip() if isinstance(value, str) else value)
-        except (ValueError, OverflowError):
-            return False
-        if not math.isfinite(number):
-            return False
-    if number <= least if exclusive else number < least:
-        return False
-    return most is None or number <= most
 
 
 def test_the_declared_options_are_the_batch_options():
@@ -71,9 +44,9 @@ def test_each_batch_option_is_normalised_within_range_or_refused_naming_it(name,
     except InputError as exc:
         assert exc.field == name, (name, value, exc.field)
         assert f"--param {name}" in exc.message
-        assert not _expected_ok(name, value), (name, value, exc.message)
+        assert not declared_ok(DECLARED, name, value), (name, value, exc.message)
         return
-    assert _expected_ok(name, value), (name, value, got)
+    assert declared_ok(DECLARED, name, value), (name, value, got)
     kind, least, most, _exclusive = DECLARED[name]
     if kind == "whole":
         assert type(got) is int and got == int(value.strip() if isinstance(value, str) else value) and got >= least

@@ -17,7 +17,7 @@ from automonitor.errors import InputError
 from automonitor.runs import runner
 from automonitor.runs.params import MAX_REPEAT, RUNNER_PARAMS, normalised_params, runner_settings
 from automonitor.runs.runner.retries import RetryPolicy
-from helpers import param_values
+from helpers import declared_ok, param_values
 from servers.data import add_pairs
 from store import session_scope
 from store.models import Run
@@ -37,33 +37,6 @@ DECLARED = {
 json_values = param_values()
 
 
-def _expected_ok(name: str, value: object) -> bool:
-    """Whether ``value`` meets ``name``'s declared rule (an independent statement of it)."""
-    kind, least, most, exclusive = DECLARED[name]
-    if kind == "whole":
-        if isinstance(value, bool) or not isinstance(value, (int, str)):
-            return False
-        if isinstance(value, str):
-            text = value.strip()
-            digits = text[1:] if text[:1] in "+-" else text
-            if not digits or any(c not in "0123456789" for c in digits) or len(digits) > 4300:
-                return False
-            value = int(text)
-        number: float = value
-    else:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            return False
-        try:
-            number = float(value.strip() if isinstance(value, str) else value)
-        except (ValueError, OverflowError):
-            return False
-        if not math.isfinite(number):
-            return False
-    if least is not None and (number <= least if exclusive else number < least):
-        return False
-    return most is None or number <= most
-
-
 @settings(max_examples=300, deadline=None)
 @given(name=st.sampled_from(sorted(RUNNER_PARAMS)), value=json_values)
 def test_each_runner_parameter_is_normalised_within_range_or_refused_naming_it(name, value):
@@ -72,9 +45,9 @@ def test_each_runner_parameter_is_normalised_within_range_or_refused_naming_it(n
     except InputError as exc:
         assert exc.field == name, (name, value, exc.field)
         assert f"--param {name}" in exc.message
-        assert not _expected_ok(name, value), (name, value, exc.message)
+        assert not declared_ok(DECLARED, name, value), (name, value, exc.message)
         return
-    assert _expected_ok(name, value), (name, value, out)
+    assert declared_ok(DECLARED, name, value), (name, value, out)
     got = out[name]
     kind, least, most, exclusive = DECLARED[name]
     assert out["other"] is value  # other keys are left as given
