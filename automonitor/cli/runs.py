@@ -113,8 +113,8 @@ def run_cmd(
     for name, value in (("repeat", repeat), ("retries", retries)):
         if value is not None and (resume or retry_errors):
             raise InputError(f"--{name} applies to a new run, not to --resume/--retry-errors", field=name)
-    _apply_repeat(params, repeat)
-    _apply_retries(params, retries)
+    _apply_flag(params, "repeat", repeat, key="repeat", lowest=1)
+    _apply_flag(params, "retries", retries, key="max_attempts", lowest=0, offset=1)
     view_given = view != "full" or bool(source)
     if (resume or retry_errors) and view_given:
         raise InputError("--view/--source apply to a new run (a run keeps the view it was created with)", field="view")
@@ -179,49 +179,29 @@ def _report_interrupted(engine: Engine, run_id: str, as_json: bool, api_calls: i
     raise SystemExit(INTERRUPTED_EXIT)
 
 
-def _apply_repeat(params: dict[str, Any], repeat: int | None) -> None:
-    """Put ``--repeat K`` into ``params`` (a new run's).
+def _apply_flag(
+    params: dict[str, Any], flag: str, value: int | None, *, key: str, lowest: int, offset: int = 0
+) -> None:
+    """Put the option ``--FLAG value`` into ``params`` (a new run's: a resumed run keeps its parameters) as the
+    runner setting ``key`` = value + ``offset`` (``--repeat K``: ``repeat`` K; ``--retries N``: ``max_attempts``
+    N + 1); nothing for ``None``.
 
     Raises:
-        InputError: K < 1, a ``--param repeat`` that is no whole number in 1..50 (field ``repeat``:
-            :func:`automonitor.runs.params.runner_settings`) or that says otherwise (``"3"`` and ``3`` agree
-            with ``--repeat 3``).
+        InputError: value < ``lowest`` (field ``flag``), a ``--param key`` that is no valid runner setting (field
+            ``key``: :func:`automonitor.runs.params.runner_settings`) or that says otherwise (field ``flag``;
+            ``"3"`` and ``3`` agree with ``--repeat 3``).
     """
     from automonitor.runs.params import runner_settings
 
-    if repeat is None:
+    if value is None:
         return
-    if repeat < 1:
-        raise InputError("--repeat must be at least 1", field="repeat")
-    given = runner_settings({"repeat": params["repeat"]}).repeat if "repeat" in params else None
-    if given is not None and given != repeat:
-        raise InputError(f"--repeat {repeat} and --param repeat={params['repeat']} disagree", field="repeat")
-    params["repeat"] = repeat
-
-
-def _apply_retries(params: dict[str, object], retries: int | None) -> None:
-    """Put ``--retries N`` into ``params`` as ``max_attempts`` N + 1 (a new run's: a resumed run keeps its
-    parameters).
-
-    Raises:
-        InputError: N < 0, a ``--param max_attempts`` that is no whole number >= 1 (field ``max_attempts``:
-            :func:`automonitor.runs.params.runner_settings`) or that says otherwise (``"3"`` and ``3`` agree
-            with ``--retries 2``).
-    """
-    from automonitor.runs.params import runner_settings
-
-    if retries is None:
-        return
-    if retries < 0:
-        raise InputError("--retries must be 0 or more", field="retries")
-    given = runner_settings({"max_attempts": params["max_attempts"]}).max_attempts if "max_attempts" in params else None
-    if given is not None and given != retries + 1:
-        raise InputError(
-            f"--retries {retries} and --param max_attempts={params['max_attempts']} disagree "
-            f"(--retries N means max_attempts=N+1)",
-            field="retries",
-        )
-    params["max_attempts"] = retries + 1
+    if value < lowest:
+        raise InputError(f"--{flag} must be at least {lowest}", field=flag)
+    given = getattr(runner_settings({key: params[key]}), key) if key in params else None
+    if given is not None and given != value + offset:
+        means = f" (--{flag} N means {key}=N+{offset})" if offset else ""
+        raise InputError(f"--{flag} {value} and --param {key}={params[key]} disagree{means}", field=flag)
+    params[key] = value + offset
 
 
 def _check_resume_matches(engine: Engine, resume: str, monitor: str | None, template: str | None) -> None:
@@ -286,7 +266,7 @@ def new_run(
     if given and not batch:  # a live run has no parts to size or poll: the option would be dropped unread
         name = next(k for k in BATCH_PARAMS if k in given)
         raise InputError(f"--param {name} is an option of run --batch; add --batch or leave it out", field=name)
-    # the effective repeat: the flag (put into params by _apply_repeat) or --param repeat, validated
+    # the effective repeat: the flag (put into params by _apply_flag) or --param repeat, validated
     if batch and repeat_count({**params, **({} if repeat is None else {"repeat": repeat})}) > 1:
         raise InputError(
             "--batch judges each sample once; --repeat/--param repeat K > 1 needs the live runner", field="batch"
