@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from automonitor.views.page_index import Nav
 from pages import _data as loaders
 from pages import _nav as navigation
 
@@ -54,12 +55,13 @@ def require_workbench() -> None:
     st.stop()
 
 
-def workbench_page(title: str, caption: str | None = None) -> None:
+def workbench_page(nav: Nav, caption: str | None = None, *, heading: str | None = None) -> None:
     """The head of a workbench page, after its ``PAGE`` / ``NAV`` declaration: the guard
     (:func:`require_workbench`: the page stops unless the workbench is open to this session), then the
-    page's ``title`` and, when given, the ``caption`` under it (our own words, rendered as markdown)."""
+    page's title (its navigation title ``nav.title`` unless a ``heading`` is given) and, when given, the
+    ``caption`` under it (our own words, rendered as markdown)."""
     require_workbench()
-    st.title(title)
+    st.title(heading or nav.title)
     if caption is not None:
         st.caption(caption)
 

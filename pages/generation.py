@@ -26,7 +26,7 @@ from pages import _widgets as ui
 PAGE = "generation"
 NAV = Nav(title="Generation", icon=":material/auto_awesome:", order=80, access="workbench")
 auth.workbench_page(
-    "Generation",
+    NAV,
     "Counterfactual sycophancy filter and incentive-injected specification gaming "
     "(`automonitor generate`). Kept items become candidate pairs for double-blind annotation.",
 )

@@ -19,7 +19,7 @@ from pages import _widgets as ui
 PAGE = "health"
 NAV = Nav(title="Benchmark health", icon=":material/health_and_safety:", order=60, access="workbench")
 auth.workbench_page(
-    "Benchmark health",
+    NAV,
     "Can a trivial rule recover the gold labels? Baselines are trained on the train split and scored "
     f"on the edition's test set; a slice is flagged when one reaches {audit.flag_rule_text()}. "
     "A flagged slice measures the shortcut as much as the monitor: read its MR/FAR with care.",

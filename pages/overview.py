@@ -18,10 +18,11 @@ from pages import _widgets as ui
 PAGE = "overview"
 NAV = Nav(title="Overview", icon=":material/dashboard:", order=10, access="workbench", default=True)
 auth.workbench_page(
-    "AutoMonitor-Bench",
+    NAV,
     "How reliably do LLM monitors catch unsafe, sycophantic or specification-gaming outputs "
     "without false alarms on benign ones? Paired samples: one misbehaving and one benign "
     "response to the same request.",
+    heading="AutoMonitor-Bench",
 )
 
 url, ver = loaders.db_url(), loaders.version()

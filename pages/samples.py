@@ -18,7 +18,7 @@ from pages import _widgets as ui
 
 PAGE = "samples"
 NAV = Nav(title="Samples", icon=":material/table_rows:", order=50, access="workbench")
-auth.workbench_page("Samples")
+auth.workbench_page(NAV)
 
 url, ver = loaders.db_url(), loaders.version()
 if url_state.qp("run"):

@@ -22,11 +22,12 @@ from pages import _widgets as ui
 PAGE = "transfer"
 NAV = Nav(title="Transfer", icon=":material/grid_on:", order=70, access="workbench")
 auth.workbench_page(
-    "Cross-category transfer of trained monitors",
+    NAV,
     "Rows: the slice a probe was trained on; columns: the test slice it judged. The outlined cell "
     "answers the paper's question: does training on Safety code carry over to Specification Gaming "
     "code? (The paper's LoRA judge: MR 0.86 there, up from 0.49 untuned.) Produced by "
     "`automonitor probe transfer --features tfidf|embed`.",
+    heading="Cross-category transfer of trained monitors",
 )
 
 feat_key = url_state.seed_state(PAGE, "features", "tfidf", valid=["tfidf", "embed"])

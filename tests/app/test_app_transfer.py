@@ -59,6 +59,7 @@ def test_transfer_page(tmp_path, monkeypatch):
     at.switch_page(page_path("pages/transfer.py"))
     at.run()
     assert not at.exception, at.exception
+    assert at.title[0].value == "Cross-category transfer of trained monitors"  # its heading, not its NAV title
     assert any("probe transfer --features tfidf" in i.value for i in at.info)
     # the paper's Figure 8 is shown without any measured matrix: MR by default, 7 x 6, and the table
     paper = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]

@@ -36,7 +36,7 @@ from pages import _auth as auth
 
 PAGE = "toy"
 NAV = Nav(title="Toy page", icon=":material/toys:", order=25, access="workbench")
-auth.workbench_page("Toy page")
+auth.workbench_page(NAV)
 st.dataframe(toy_views.toy_frame(4))
 '''
 
@@ -69,7 +69,7 @@ def test_a_toy_page_is_listed_in_order_and_renders_through_the_app(app_copy, see
     ok(at.run())
     at.switch_page(page_path("pages/toy.py", app_copy))
     ok(at.run())
-    assert [t.value for t in at.title] == ["Toy page"]
+    assert [t.value for t in at.title] == ["Toy page"]  # the title its NAV declares
     assert list(at.dataframe[0].value["square"]) == [0, 1, 4, 9]
 
 
