@@ -123,8 +123,9 @@ def finalize(
     sent: JSONObject | None = None,
 ) -> None:
     """Set totals, drop the lease, and set the final status: ``finished`` when nothing is pending (unless
-    ``no_answer``), else ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the cause and the
-    fix), else ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
+    ``failure`` or ``no_answer``), else ``failed`` with ``failure`` in ``run.error`` when given (fail-fast: the
+    cause and the fix; also with nothing pending: a ``--retry-errors`` whose samples all ended in error again
+    did not reach its judge), else ``cancelled`` (cancelled now or before) or ``failed`` (with the pending count in ``run.error``).
     ``no_answer`` (the execution sent calls and none got an answer:
     :func:`~automonitor.runs.runner.workers.no_answer_message`) makes the run ``failed`` with it in
     ``run.error`` even when nothing is pending: a run whose every sample ended in error never reached a verdict.
@@ -149,7 +150,7 @@ def finalize(
             p["sent"] = sent
         run.params = p
         failure = failure or no_answer
-        if counts["pending"] == 0 and not no_answer:
+        if counts["pending"] == 0 and not failure:
             run.status = "finished"
             run.finished_at = run.finished_at or utcnow()
             run.error = None

@@ -265,6 +265,48 @@ def reset_errors(session: Session, run_id: str, outcomes: Iterable[str] = ("erro
     return len(rows)
 
 
+def restore_unsent(session: Session, run_id: str, ids: Iterable[int]) -> int:
+    """Undo :func:`reset_errors` for the predictions ``ids`` of the run that are still pending: each gets back
+    its last earlier attempt (popped from ``meta["history"]``: outcome, reason, raw, error kind, HTTP status,
+    attempts, tokens, cost, latency, judged_at), with ``meta.not_resent`` True. For a retry that was never sent
+    (the execution stopped before their turn): they are again what they were, not pending. A prediction
+    without history or with an outcome is left alone. Returns the number restored."""
+    wanted = sorted(set(ids))
+    n = 0
+    for part in chunks(wanted, 500):
+        rows = (
+            session.execute(
+                sa.select(Prediction).where(
+                    col(Prediction.run_id) == run_id, col(Prediction.id).in_(part), col(Prediction.outcome).is_(None)
+                )
+            )
+            .scalars()
+            .all()
+        )
+        for p in rows:
+            history = list((p.meta or {}).get("history") or [])
+            if not history:
+                continue
+            last = dict(history.pop())
+            meta: dict[str, JSONValue] = {
+                k: last[k] for k in ("error_kind", "status", "attempts", "retried_after") if last.get(k) is not None
+            }
+            meta["not_resent"] = True
+            if history:
+                meta["history"] = history
+            p.outcome = cast(str, last.get("outcome"))
+            p.reason, p.raw = last.get("reason"), last.get("raw")
+            p.tokens_in, p.tokens_out = int(last.get("tokens_in") or 0), int(last.get("tokens_out") or 0)
+            p.cost_usd = float(last.get("cost_usd") or 0.0)
+            p.latency_ms = last.get("latency_ms")
+            judged = last.get("judged_at")
+            p.judged_at = datetime.fromisoformat(judged) if isinstance(judged, str) else utcnow()
+            p.meta = meta
+            session.add(p)
+            n += 1
+    return n
+
+
 _VERDICT_ROWS = verdict_rows(table_of(Prediction))
 
 

@@ -25,7 +25,7 @@ from automonitor.runs.prompts import FewShotExample, PromptBuilder, Template
 from automonitor.runs.lease import check_lease, lock_run, release, released_on_failure, take_lease
 from automonitor.runs.params import backend_params, redact_url, stored_runner_settings
 from automonitor.runs.status import finalize, summary
-from automonitor.runs.runner.workers import Execution, no_answer_message
+from automonitor.runs.runner.workers import RESUME_HINT, Execution, no_answer_message
 from store import session_scope
 from store.models import Run
 from store.queries import runs as q
@@ -120,6 +120,9 @@ def execute_run(
         raise RunInterrupted(state.api_calls, state.cache_hits) from exc
     if state.vanished:
         raise NotFound(f"run {run_id} was deleted while it executed; stopped sending requests")
+    if claim.history and not state.cancelled:  # --retry-errors: a retry never sent leaves its sample as it was
+        with session_scope(engine) as s:
+            q.restore_unsent(s, run_id, claim.history)
     failure = state.fatal or state.last_permanent  # samples left pending by run-wide permanent failures
     c = state.circuit
     no_answer = None
@@ -146,15 +149,20 @@ def execute_run(
 def _with_retry_errors(engine: Engine, run_id: str, failure: str) -> str:
     """``failure`` (the one line a stopped run ends with) followed, when the run holds ``error`` samples (their
     retries ran out before the stop: ``--resume`` never re-sends them), by how many and the command that
-    does: ``automonitor run --retry-errors RUN_ID``."""
+    does: ``automonitor run --retry-errors RUN_ID``. When nothing is pending (a ``--retry-errors`` whose
+    samples are all errors again: there is nothing to resume), the line's ``--resume`` hint
+    (:data:`~automonitor.runs.runner.workers.RESUME_HINT`) becomes that command and the count says how
+    many are still errors."""
     with session_scope(engine) as s:
-        errors = int(q.outcome_counts(s, run_id).get("error", 0))
+        counts = q.outcome_counts(s, run_id)
+    errors, pending = int(counts.get("error", 0)), int(counts.get("pending", 0))
     if not errors:
         return failure
-    return (
-        f"{failure}; {errors} sample(s) ended in error before the stop (--resume does not re-send them): "
-        f"automonitor run --retry-errors {run_id}"
-    )
+    retry = f"automonitor run --retry-errors {run_id}"
+    resume = RESUME_HINT.replace("RUN_ID", run_id)
+    if not pending and resume in failure:
+        return f"{failure.replace(resume, 'then re-send them: ' + retry)}; {errors} sample(s) are still errors"
+    return f"{failure}; {errors} sample(s) ended in error before the stop (--resume does not re-send them): {retry}"
 
 
 def _is_batch_run(engine: Engine, run_id: str) -> bool:

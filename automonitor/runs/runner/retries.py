@@ -340,8 +340,9 @@ class _Attempts:
                 meta={"error_kind": exc.kind, "status": exc.status, "retried_after": self.kinds},
             ), self.calls
         if isinstance(exc, PermanentError) and exc.run_wide:
-            # not this sample's verdict: the execution counts it and stops, the sample stays pending
-            log.info("sample %s: run-wide failure, left pending (%s)", self.item.sample_id, exc)
+            # not this sample's verdict: the execution counts it and stops; the sample stays pending (an error
+            # again when --retry-errors re-sent it: Execution._judge)
+            log.info("sample %s: run-wide failure (%s)", self.item.sample_id, exc)
         else:
             log.warning("sample %s: outcome error (%s: %s)", self.item.sample_id, type(exc).__name__, exc)
         if isinstance(exc, PermanentError):

@@ -39,6 +39,8 @@ Page = list[Tuple[int, str, int]]  # [(prediction id, sample id, repeat)]
 Job = Tuple[int, str, str, JudgedText, int]
 # identical run-wide permanent failures (401/403/404) after which the run stops ``failed`` (fail-fast)
 FAIL_FAST_AFTER = 3
+#: the end of a fail-fast line (:func:`fail_fast_message`); ``RUN_ID`` stands for the run's id
+RESUME_HINT = "then continue with: automonitor run --resume RUN_ID"
 _FIXES = {
     401: "the API key was refused: set a valid {key}",
     403: "the API key has no access to this model: use a key with access, or another model",
@@ -72,7 +74,7 @@ def fail_fast_message(
         if stopped
         else f"{n} sample(s) left pending by permanent failures"
     )
-    resume = "then continue with: automonitor run --resume RUN_ID"
+    resume = RESUME_HINT
     if code == NEVER_REACHED:
         return (
             f"{'stopped: ' if stopped else ''}no call reached the judge{at} ({_clip(detail)}); fix: start the server or correct "
@@ -378,7 +380,10 @@ class Execution:
 
         A run-wide permanent failure (401/403/404, quota, a judge never reached) and a transport failure
         before any call was answered are not written: the sample stays pending, and after
-        :data:`FAIL_FAST_AFTER` identical ones the execution stops with :attr:`fatal` set (fail-fast).
+        :data:`FAIL_FAST_AFTER` identical ones the execution stops with :attr:`fatal` set (fail-fast). A
+        sample re-sent by ``--retry-errors`` (one in :attr:`history`) is the exception: it was an error and,
+        once a request was sent for it, is written as ``error`` with this attempt (it still counts towards the
+        fail-fast).
         Returns whether a row was queued."""
         pid, sid, key, text, rep = job
         item = Item(
@@ -398,7 +403,11 @@ class Execution:
         unreached = j.outcome == "error" and self._unreached(j, started)
         if j.outcome == "error" and (j.meta.get("run_wide") or unreached):
             self._permanent_failure(j, unreached)
-            return False
+            if pid not in self.history or not calls:
+                return False
+            # a sample re-sent by --retry-errors was an error before and is one again: this attempt is
+            # recorded (its earlier ones in meta.history), never left pending with its error count gone (one
+            # not sent at all stays pending here and is restored: execute_run, restore_unsent)
         row = judged_prediction(pid, key, j, attempts=calls, latency_ms=latency, history=self.history.get(pid))
         cache_row = cache_entry(key, row, j.meta, created_at=row["judged_at"]) if cacheable(row) else None
         if self._unqueued_calls:  # requests sent earlier in this turn go first (never a verdict before its call)
