@@ -128,6 +128,8 @@ def run_cmd(
         if any(v is not None for v in (monitor, template, limit, base_url)) or params:
             _check_resume_matches(engine, resume, monitor, template)
         run_id = resume
+        if not retry_errors and not quiet:
+            _say_if_nothing_pending(engine, run_id)
     else:
         options = {"limit": limit, "sample_seed": sample_seed, "base_url": base_url, "concurrency": concurrency or 8}
         run_opts = options | {"reuse": reuse, "edition": edition, "view": view, "sources": source or None}
@@ -145,6 +147,21 @@ def run_cmd(
         # a RunInterrupted carries the calls made while judging; stopped before that (or a batch run), none
         _report_interrupted(engine, run_id, as_json, getattr(exc, "api_calls", 0), getattr(exc, "cache_hits", 0))
     _report_run(engine, run_id, summary, as_json)
+
+
+def _say_if_nothing_pending(engine: Engine, run_id: str) -> None:
+    """Say on stderr, before a ``--resume`` of ``run_id`` executes, when the run has no sample pending: the
+    resume sends nothing and leaves the run as it is (exit 0 for a finished run, 1 for a failed one, as the
+    run's own command exited).
+
+    Raises:
+        NotFound: no such run.
+    """
+    from automonitor.runs import runner
+
+    info = runner.run_info(engine, run_id)
+    if info["counts"]["pending"] == 0 and info["status"] in ("finished", "failed"):
+        err_console.print(f"run {run_id} is {info['status']} with no sample pending: nothing to resume, nothing sent")
 
 
 def _report_interrupted(engine: Engine, run_id: str, as_json: bool, api_calls: int, cache_hits: int) -> None:

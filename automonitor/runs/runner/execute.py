@@ -50,6 +50,8 @@ class _Claim:
     judge_params: JSONObject
     max_conc: int
     view: str = "full"
+    status: str = "pending"
+    errors: int = 0
 
     @property
     def total(self) -> int:
@@ -86,6 +88,11 @@ def execute_run(
             ``cancelled`` and the exception carries this invocation's ``api_calls`` and ``cache_hits``.
         NotFound: no such run. InputError: an imported run, a run executing in another live process,
         a template file changed since the run was created, or a backend that cannot be built.
+
+    A run with nothing pending (a ``--resume`` of a complete run) sends nothing: it is finalised
+    ``finished`` unless it is ``failed`` with ``error`` samples (a judge that was never reached, a
+    ``--retry-errors`` whose samples all failed again), which stays ``failed`` with its line: a resume that
+    sent nothing has reached no judge either, and ``--retry-errors`` is what re-sends them.
     """
     if _is_batch_run(engine, run_id):
         return batch_mod.execute_batch(engine, run_id, progress=progress, should_cancel=should_cancel)
@@ -95,8 +102,9 @@ def execute_run(
     if progress is not None:
         with contextlib.suppress(Exception):  # a broken callback is ignored
             progress(claim.done_before, claim.total)
-    if not claim.n_pending:
-        finalize(engine, run_id, cancelled=False)
+    if not claim.n_pending:  # nothing to send (a --resume of a complete run): the status stays what it says
+        if not (claim.status == "failed" and claim.errors):
+            finalize(engine, run_id, cancelled=False)  # a run stopped after its last write is finished
         return summary(engine, run_id)
     backend = _build_backend(engine, run_id, claim)
     state = Execution(
@@ -216,6 +224,8 @@ def _claim(engine: Engine, run_id: str, concurrency: int | None) -> _Claim:
             judge_params=judge_params,
             max_conc=int(concurrency or params.get("concurrency") or 8),
             view=view_of_run(params),
+            status=run.status,
+            errors=0 if n_pending else int(q.outcome_counts(s, run_id)["error"]),
         )
 
 
