@@ -65,21 +65,29 @@ REPORTED_SOURCE = (
 )
 
 
+#: zlib level of the inlined plotly.js: level 5 compresses its 4.8 MB in about half the CPU of level 9 for 0.9% more
+#: bytes (1,977,048 against 1,958,508 in base64 for plotly.js 3.x; level 4: 2,036,792), paid by a report whose cache
+#: directory has no copy yet (benchmarks/README.md, issue 38)
+PLOTLY_GZIP_LEVEL = 5
+
+
 @functools.lru_cache(maxsize=1)
 def plotly_js_gzip_b64() -> str:
-    """The installed plotly.js bundle, gzip-compressed (level 9, mtime 0: the same bytes every time)
-    and base64-encoded (ASCII, about 1.9 MB for plotly.js 3.x); kept in the cache directory per plotly
-    version (compressing it took about 0.4 s of every HTML report)."""
+    """The installed plotly.js bundle, gzip-compressed (level :data:`PLOTLY_GZIP_LEVEL`, mtime 0: the same bytes
+    every time) and base64-encoded (ASCII, about 2.0 MB for plotly.js 3.x); kept in the cache directory per
+    plotly version and level (compressing it took about 0.4 s of every HTML report)."""
     import plotly
     from plotly.offline import get_plotlyjs
 
     from automonitor.data.cache_home import cache_home
 
-    path = cache_home() / f"plotly-{plotly.__version__}.js.gz.b64"
+    path = cache_home() / f"plotly-{plotly.__version__}-{PLOTLY_GZIP_LEVEL}.js.gz.b64"
     try:
         return path.read_text(encoding="ascii")
     except OSError:
-        text = base64.b64encode(gzip.compress(get_plotlyjs().encode(), compresslevel=9, mtime=0)).decode("ascii")
+        text = base64.b64encode(
+            gzip.compress(get_plotlyjs().encode(), compresslevel=PLOTLY_GZIP_LEVEL, mtime=0)
+        ).decode("ascii")
     with contextlib.suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

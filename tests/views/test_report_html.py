@@ -199,3 +199,35 @@ def test_the_report_says_how_many_scored_samples_errata_mark(tmp_path):
     res = run_cli(["report", "--no-audit"], db=url)
     assert res.returncode == 0, res.stderr
     assert line in res.stdout
+
+
+def test_the_inlined_plotly_js_unpacks_to_the_installed_bundle(store, tmp_path):
+    """The file's plotly.js (gzip at ``PLOTLY_GZIP_LEVEL``, base64) is the installed bundle byte for byte; the
+    copy kept in the cache directory is named by plotly's version and the level, so a copy made at another
+    level is never read back as this one."""
+    import base64
+    import gzip
+
+    import plotly
+    from plotly.offline import get_plotlyjs
+
+    from automonitor.views import report_html
+
+    url, _ = store
+    out = tmp_path / "rep.html"
+    cache = tmp_path / "cache"
+    report_html.plotly_js_gzip_b64.cache_clear()  # the command runs in this process: compress into ``cache``
+    res = run_cli(
+        ["report", "--format", "html", "--output", str(out), "--no-audit"],
+        db=url,
+        env={"AUTOMONITOR_CACHE_DIR": str(cache)},
+    )
+    assert res.returncode == 0, res.stderr
+    blob = re.search(r'<script id="plotly-gz" type="application/octet-stream">([^<]*)</script>', out.read_text())
+    assert blob is not None
+    packed = base64.b64decode(blob.group(1))
+    assert gzip.decompress(packed) == get_plotlyjs().encode()
+    assert packed[4:8] == b"\0\0\0\0"  # mtime 0: the same bytes every time
+    kept = cache / f"plotly-{plotly.__version__}-{report_html.PLOTLY_GZIP_LEVEL}.js.gz.b64"
+    assert kept.read_text(encoding="ascii") == blob.group(1)
+    assert report_html.PLOTLY_GZIP_LEVEL == 5
