@@ -230,9 +230,14 @@ def _view_specs(points: pd.DataFrame) -> list[TraceSpec]:
     their drawn positions, the views named on hover. ``[]`` without a ``view`` column or such a group."""
     if "view" not in points or points.empty:
         return []
+    # only the groups under two views or more draw a line: the others (every group, when all runs judged one
+    # view) are left out in one grouped count instead of a drop_duplicates per group (a pandas call each)
+    several = points.groupby(["monitor", "template"], sort=False)["view"].transform("nunique") >= 2
+    if not several.any():
+        return []
     order = {v: i for i, v in enumerate(VIEWS)}
     traces = []
-    for (mon, tpl), g in points.groupby(["monitor", "template"], sort=True):
+    for (mon, tpl), g in points[several].groupby(["monitor", "template"], sort=True):
         g = g.drop_duplicates("view", keep="last")
         if g["view"].nunique() < 2:
             continue
