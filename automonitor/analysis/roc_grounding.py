@@ -6,6 +6,7 @@ FAR targets, cost-minimising operating point, curve) and the evidence grounding 
 from __future__ import annotations
 
 import hashlib
+import pickle
 from collections import Counter
 from typing import Any, Sequence
 
@@ -93,11 +94,14 @@ def _text_digests(texts: dict[str, tuple[str, str]]) -> dict[str, bytes]:
 
 def _grounding_inputs(sids: list[str], evs: list[object], digests: dict[str, bytes]) -> list[bytes | str]:
     """Everything :func:`grounding_summary` of one run computes from, for :func:`automonitor.analysis.memo.recall`:
-    the run's sample ids and evidence lists in row order (``repr``: JSON values, so equal strings mean equal
-    values) and the texts of every sample it quoted (a missing sample is grounded in empty texts)."""
+    the run's sample ids and evidence lists in row order and the texts of every sample it quoted (a missing
+    sample is grounded in empty texts). The lists go in as their pickles (protocol 5): unpickling gives the value
+    back, so two different values never share bytes (equal values built with other sharing of objects could
+    differ: a miss, never a wrong hit); about half the CPU of their ``repr`` and no text to encode (100 runs:
+    0.08-0.14 -> 0.05-0.07 s for the keys)."""
     missing = hashlib.sha256(repr(_NO_TEXTS).encode()).digest()
     quoted_texts = b"".join(digests.get(sid, missing) for sid, ev in zip(sids, evs) if ev)
-    return [repr(sids), repr(evs), quoted_texts]
+    return [pickle.dumps(sids, protocol=5), pickle.dumps(evs, protocol=5), quoted_texts]
 
 
 def roc_summary(
