@@ -265,7 +265,8 @@ def new_run(
 
     Raises:
         InputError: no --monitor or --template, a ``batch_poll`` that is not a finite number of seconds in
-            (0, 86400] or a ``batch_size`` that is not a whole number >= 1, or either without --batch (field:
+            (0, 86400] or a ``batch_size`` that is not a whole number >= 1 within the batch provider's limit
+            (:data:`automonitor.runs.params.BATCH_SIZE_LIMITS`), or either without --batch (field:
             the option), --batch with
             an effective repeat K > 1 (``repeat``, else ``params["repeat"]``: the flag or ``--param repeat``)
             or another backend, and whatever :func:`automonitor.runs.runner.create_run` raises.
@@ -292,12 +293,14 @@ def new_run(
         from automonitor.runs import batch as batch_mod
 
         backend = monitor.split(":", 1)[0].strip().lower()
-        if batch_mod.batch_api_of(backend) is None:
+        provider = batch_mod.batch_api_of(backend)
+        if provider is None:
             raise InputError(
                 f"--batch needs a monitor whose backend has a batch API ({', '.join(batch_mod.batch_backends())}), "
                 f"not {backend}",
                 field="batch",
             )
+        batch_opts = batch_settings(given, provider)  # the provider's own limit of requests per batch
     run_id = runner.create_run(engine, monitor, template, params=params, controls=controls, **options)
     if batch:
         batch_mod.enable(engine, run_id, poll_s=batch_opts.batch_poll, size=batch_opts.batch_size)

@@ -41,6 +41,16 @@ DEFAULT_BATCH_POLL_S = 30.0
 MAX_BATCH_POLL_S = 86_400.0
 #: requests per submitted part when ``batch_size`` is not given
 DEFAULT_BATCH_SIZE = 10_000
+#: the most requests one batch of each provider holds, as the providers document it: OpenAI, "The file can
+#: contain up to 50,000 requests, and can be up to 200 MB in size" (https://platform.openai.com/docs/api-reference/
+#: batch/create, ``input_file_id``; https://platform.openai.com/docs/guides/batch); Anthropic, "A Message Batch is
+#: limited to either 100,000 Message requests or 256 MB in size, whichever is reached first"
+#: (https://docs.anthropic.com/en/docs/build-with-claude/batch-processing; the API reference's ``requests``:
+#: maxItems 100000). A part of more is refused by the provider, so ``batch_size`` may not ask for one.
+BATCH_SIZE_LIMITS = {"openai": 50_000, "anthropic": 100_000}
+#: the largest ``batch_size`` any provider takes (:data:`BATCH_SIZE_LIMITS`); each provider's own limit applies
+#: once the run's provider is known (:func:`batch_settings` with ``provider``)
+MAX_BATCH_SIZE = max(BATCH_SIZE_LIMITS.values())
 
 P = TypeVar("P", bound=Mapping[str, object])
 V = TypeVar("V")
@@ -199,32 +209,44 @@ class BatchSettings(BaseModel):
     Attributes:
         batch_poll: seconds between two polls of the open parts, a finite number in
             (0, :data:`MAX_BATCH_POLL_S`] (default 30; ``0``, NaN, Infinity and ``"abc"`` refused).
-        batch_size: requests per submitted part, a whole number >= 1 (an ``int`` or a string of digits;
-            never ``2.5``, ``"2.5"``, ``3.0``, ``true``; default 10,000).
+        batch_size: requests per submitted part, a whole number in 1..:data:`MAX_BATCH_SIZE` (an ``int`` or a
+            string of digits; never ``2.5``, ``"2.5"``, ``3.0``, ``true``; default 10,000), and at most the run's
+            provider's own limit (:data:`BATCH_SIZE_LIMITS`: OpenAI 50,000).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     batch_poll: Seconds = Field(default=DEFAULT_BATCH_POLL_S, gt=0.0, le=MAX_BATCH_POLL_S)
-    batch_size: Whole = Field(default=DEFAULT_BATCH_SIZE, ge=1)
+    batch_size: Whole = Field(default=DEFAULT_BATCH_SIZE, ge=1, le=MAX_BATCH_SIZE)
 
 
 #: what each batch option must be, in the words of an error message
 _BATCH_NEEDS = {
     "batch_poll": f"a finite number of seconds > 0 and <= {MAX_BATCH_POLL_S:g}",
-    "batch_size": "a whole number >= 1",
+    "batch_size": f"a whole number >= 1 and <= {MAX_BATCH_SIZE}",
 }
 
 
-def batch_settings(params: Mapping[str, object]) -> BatchSettings:
+def batch_settings(params: Mapping[str, object], provider: str | None = None) -> BatchSettings:
     """The validated batch options (:data:`BATCH_PARAMS`) of a run's ``--param`` values (other keys
-    ignored; defaults for the missing ones): ``"0.5"`` -> ``0.5``, ``"100"`` -> ``100``.
+    ignored; defaults for the missing ones): ``"0.5"`` -> ``0.5``, ``"100"`` -> ``100``. With ``provider``
+    (the run's batch provider, ``openai`` or ``anthropic``), ``batch_size`` must also be within that
+    provider's limit (:data:`BATCH_SIZE_LIMITS`).
 
     Raises:
-        InputError: a batch option of the wrong type or out of range (``null`` included); ``field`` names
-            it (``batch_poll`` before ``batch_size``), the message what it must be and what was given.
+        InputError: a batch option of the wrong type or out of range (``null`` included), or a
+            ``batch_size`` over ``provider``'s limit; ``field`` names it (``batch_poll`` before
+            ``batch_size``), the message what it must be and what was given.
     """
-    return _declared(BatchSettings, BATCH_PARAMS, _BATCH_NEEDS, params)
+    opts = _declared(BatchSettings, BATCH_PARAMS, _BATCH_NEEDS, params)
+    limit = BATCH_SIZE_LIMITS.get(provider or "", MAX_BATCH_SIZE)
+    if opts.batch_size > limit:
+        raise InputError(
+            f"--param batch_size must be a whole number >= 1 and <= {limit} for the {provider} batch API "
+            f"(its limit of requests per batch), got {opts.batch_size}",
+            field="batch_size",
+        )
+    return opts
 
 
 def _stored(run_id: str, what: str, read: Callable[[], M]) -> M:
@@ -253,7 +275,8 @@ def stored_runner_settings(run_id: str, judge_params: Mapping[str, object]) -> R
 
 def stored_batch_settings(run_id: str, state: Mapping[str, object]) -> BatchSettings:
     """The batch options stored with batch run ``run_id`` (its batch state ``Run.params["batch"]``, where
-    they are ``poll_s`` and ``size``: :data:`BATCH_STATE_KEYS`), validated as :func:`batch_settings` does;
+    they are ``poll_s`` and ``size``: :data:`BATCH_STATE_KEYS`), validated as :func:`batch_settings` does
+    (with the state's ``provider``);
     the batch steps read them from here.
 
     Raises:
@@ -261,7 +284,8 @@ def stored_batch_settings(run_id: str, state: Mapping[str, object]) -> BatchSett
             names the run and says to create a new one).
     """
     given = {name: state[key] for name, key in BATCH_STATE_KEYS.items() if key in state}
-    return _stored(run_id, "batch option", lambda: batch_settings(given))
+    provider = state.get("provider")
+    return _stored(run_id, "batch option", lambda: batch_settings(given, str(provider) if provider else None))
 
 
 def normalised_params(params: Mapping[str, JSONValue]) -> dict[str, JSONValue]:

@@ -26,7 +26,7 @@ from store.models import Run
 #: (kind, least, most, least is exclusive) per option, written out here (not read from the model)
 DECLARED = {
     "batch_poll": ("seconds", 0.0, 86_400.0, True),
-    "batch_size": ("whole", 1, None, False),
+    "batch_size": ("whole", 1, 100_000, False),  # Anthropic's documented limit, the largest of the providers
 }
 #: a loopback port nothing listens on: a run that got as far as executing fails at once, offline
 NOWHERE = "http://127.0.0.1:9/v1"
@@ -89,6 +89,9 @@ def _batch_run(db_url: str, *extra: str):
         ("batch_size=0", "batch_size"),
         ("batch_size=true", "batch_size"),
         ("batch_size=abc", "batch_size"),
+        ("batch_size=50001", "batch_size"),  # over OpenAI's 50,000 requests per batch file
+        ("batch_size=100001", "batch_size"),
+        ("batch_size=1e9", "batch_size"),
     ],
 )
 def test_a_bad_batch_option_exits_2_naming_it_and_writes_nothing(db_url, engine, item, field):
@@ -119,6 +122,53 @@ def test_a_batch_option_without_batch_exits_2_naming_it_and_writes_nothing(db_ur
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert f"--param {name} is an option of run --batch" in r.stderr and "Traceback" not in r.stderr
     assert _counts(engine) == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("monitor", "size", "code"),
+    [
+        ("openai:gpt-4o-mini", 50_000, 1),  # accepted: the run executes (and fails against the dead port)
+        ("openai:gpt-4o-mini", 50_001, 2),
+        ("anthropic:claude-3-5-haiku-latest", 100_000, 1),
+        ("anthropic:claude-3-5-haiku-latest", 100_001, 2),
+    ],
+)
+def test_batch_size_is_bounded_by_the_providers_documented_limit(db_url, engine, monitor, size, code):
+    """Fresh-user trial 44: ``batch_size`` had no upper bound, so a part larger than the provider takes (OpenAI
+    50,000 requests per batch file, Anthropic 100,000 per Message Batch) was submitted and refused there. Now
+    the provider's limit is part of the option's rule: over it, exit 2 naming the option and the limit, nothing
+    written; at it, the run is created."""
+    add_pairs(engine, 2)
+    r = run_cli(
+        ["run", "--monitor", monitor, "--template", "direct", "--base-url", NOWHERE, "--batch"]
+        + ["--param", f"batch_size={size}", "--param", "batch_poll=0.01", "--json", "--quiet"],
+        db=db_url,
+        env={"OPENAI_API_KEY": "sk-test-not-a-key", "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key"},
+    )
+    assert r.returncode == code, (r.returncode, r.stderr)
+    if code == 2:
+        limit = size - 1
+        assert f"--param batch_size must be a whole number >= 1 and <= {limit}" in r.stderr, r.stderr
+        assert _counts(engine) == (0, 0)
+    else:
+        assert _counts(engine)[0] == 1 and "--param batch_size" not in r.stderr, r.stderr
+
+
+def test_a_stored_batch_size_over_the_providers_limit_stops_the_resume(db_url, engine, monkeypatch):
+    """A batch run whose stored part size is over its provider's limit (a run created before the bound, or
+    written into the store): ``--resume`` exits 2 naming ``batch_size`` and the run before anything changes."""
+    from automonitor.runs import batch
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    add_pairs(engine, 2)
+    rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url=NOWHERE)
+    batch.enable(engine, rid, poll_s=0.01)
+    with session_scope(engine) as s:
+        run = s.get(Run, rid)
+        run.params = {**run.params, "batch": {**run.params["batch"], "size": 60_000}}
+    r = run_cli(["run", "--resume", rid, "--json"], db=db_url, env={"OPENAI_API_KEY": "sk-test-not-a-key"})
+    assert r.returncode == 2 and "--param batch_size" in r.stderr and "50000" in r.stderr and rid in r.stderr
+    assert runner.run_info(engine, rid)["status"] == "pending"
 
 
 def test_good_batch_options_are_stored_normalised(db_url, engine, monkeypatch):

@@ -50,9 +50,10 @@ def enable(
     Raises:
         NotFound: no such run. InputError: another backend (field ``batch``), a poll interval that is not
             a finite number of seconds in (0, 86400] (field ``batch_poll``) or a part size that is not a
-            whole number >= 1 (field ``batch_size``).
+            whole number >= 1 within the provider's limit (field ``batch_size``:
+            :data:`automonitor.runs.params.BATCH_SIZE_LIMITS`).
     """
-    opts = batch_settings({"batch_poll": poll_s, "batch_size": size})
+    batch_settings({"batch_poll": poll_s, "batch_size": size})  # the declared rule, before the store is read
     with session_scope(engine) as s:
         run = q.get_run(s, run_id)
         backend = (run.params or {}).get("backend") or run.monitor.split(":", 1)[0]
@@ -62,6 +63,7 @@ def enable(
                 f"--batch needs a monitor whose backend has a batch API ({', '.join(batch_backends())}), not {backend}",
                 field="batch",
             )
+        opts = batch_settings({"batch_poll": poll_s, "batch_size": size}, provider)  # and the provider's limit
         p = dict(run.params or {})
         p["batch"] = {"provider": provider, "poll_s": opts.batch_poll, "size": opts.batch_size, "parts": []}
         run.params = p
