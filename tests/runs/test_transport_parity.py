@@ -290,3 +290,41 @@ def test_the_lean_path_encodes_a_judge_request_as_json_dumps_does():
         body_json({"x": object()})
     with pytest.raises(TypeError):
         json.dumps({"x": object()})
+
+
+def test_the_lean_path_sends_the_sdks_key_and_content_type_on_every_request(monkeypatch):
+    """The key as a bearer token and ``Content-Type: application/json`` on each request of one lean-path
+    session (the session's own headers, given once) as on the SDK's, for a loopback judge (a dummy key) and
+    a key from ``OPENAI_API_KEY``; a query string in the base URL is kept."""
+
+    async def two(backend) -> None:
+        try:
+            for sid in ("s1", "s2"):
+                item = Item(sample_id=sid, request=f"req {sid}", response="os.system('x')", content_hash=sid, repeat=0)
+                await backend.judge(item, lambda: None)
+        finally:
+            await backend.aclose()
+
+    import asyncio
+
+    for key in (None, "sk-test-key"):
+        if key is None:
+            monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        else:
+            monkeypatch.setenv("OPENAI_API_KEY", key)
+        seen = {}
+        for transport in ("direct", "sdk"):
+            with OpenAIFaultServer() as srv:
+                b = create_backend(
+                    "openai:gpt-4o-mini",
+                    base_url=srv.base_url + "?api-version=1",
+                    params={"transport": transport},
+                    prompt=PromptBuilder(load_template("direct")),
+                )
+                asyncio.run(two(b))
+                assert len(srv.headers) == 2 and all(p.endswith("/chat/completions?api-version=1") for p in srv.paths)
+                seen[transport] = [(h.get("authorization"), h.get("content-type")) for h in srv.headers]
+        assert seen["direct"] == seen["sdk"], seen
+        assert seen["direct"][0] == seen["direct"][1]
+        assert seen["direct"][0][0] == f"Bearer {key}" if key else seen["direct"][0][0].startswith("Bearer ")
+        assert seen["direct"][0][1] == "application/json"

@@ -101,6 +101,7 @@ class OpenAIFaultServer(LoopbackServer):
         self.max_in_flight = 0
         self.requests: list[dict] = []
         self.paths: list[str] = []  # each request's path with its query string, as sent
+        self.headers: list[dict[str, str]] = []  # each request's headers (names lower-cased), as sent
         self.keep_requests = True
         self.reject = reject  # request features answered with HTTP 400: "json_schema", "logprobs", "tools"
         self.log: list[tuple[str, int, str, float]] = []  # (sample key, attempt, action, arrival time)
@@ -149,6 +150,7 @@ class OpenAIFaultServer(LoopbackServer):
     def handle(self, h, path, body):
         with self.lock:
             self.paths.append(path)
+            self.headers.append({k.lower(): v for k, v in h.headers.items()})
         if not path.split("?", 1)[0].rstrip("/").endswith("/chat/completions"):
             return send_json(h, 404, {"error": {"message": f"no route {path}", "type": "invalid_request_error"}})
         if body is None:
