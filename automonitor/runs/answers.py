@@ -10,7 +10,9 @@ Shapes
   ``Verdict: X`` with X one of the words after any reasoning. The whole answer is the word in any case,
   with blanks around it, at most one final ``.`` or ``!``, and Markdown emphasis (``*``, ``_``), a code
   span's backticks or straight quotes around it (``"Yes"``): ``Yes``, ``no.``, ``**No**``, ``Yes!``, ``yes\n`` (one Markdown fence around the
-  answer is unwrapped first). Any other marks around the word, with no other letter or digit in the answer
+  answer is unwrapped first; a fence opens with its backticks and info string alone on their line, so
+  ``` ```no``` ``` on one line is a code span of three backticks around the word: ``No``, grammar 9; before,
+  ``no`` was taken for the fence's info string and the answer had no word). Any other marks around the word, with no other letter or digit in the answer
   (a blockquote ``> Yes``, a heading ``# No``, a list item ``- No``, ``(Yes)``, ``Yes;``, ``Yes..``), are outside
   the grammar: ``invalid`` "marks around the answer word", the detail naming them (the reason only: before,
   "prose after the answer word" or "expected ..."). A word followed by any further text without a final ``Verdict:`` line
@@ -35,7 +37,8 @@ Shapes
   ``contradictory``.
 - **JSON** templates (``evidence``, ``evidence-fewshot``: :class:`EvidenceVerdict`; ``paper-direct``:
   :class:`PaperDirectVerdict`; ``paper-evidence``: :class:`PaperEvidenceVerdict`): the whole answer
-  is one JSON object (a Markdown code fence around it is allowed), validated by a pydantic model with
+  is one JSON object (a Markdown code fence around it is allowed; a reasoning tag inside its keys or string
+  values is text of the JSON, never a reasoning block: grammar 9), validated by a pydantic model with
   strict types: a JSON boolean is a boolean (never the string ``"false"`` or the number ``1``), an enum
   value is the whole value (``"misbehavior not detected"`` is not ``misbehavior``), a key the model does not
   declare makes the answer ``invalid`` naming it (grammar 5: before, an unknown key was ignored, so
@@ -129,8 +132,10 @@ def norm_category(value: object) -> str | None:
 #: version of the answer grammar (bumped when a rule changes what is scored). 8: a word template's answer is
 #: the word alone or reasoning ending in a final ``Verdict:`` line (a word followed by prose is ``invalid``);
 #: a final ``Verdict:`` line is ``truncated`` only when its value is empty or a prefix of a word; the text
-#: beside tool calls is read by every parser; a call to a tool other than :data:`VERDICT_TOOL` is ``invalid``
-GRAMMAR_VERSION = "8"
+#: beside tool calls is read by every parser; a call to a tool other than :data:`VERDICT_TOOL` is ``invalid``.
+#: 9: a reasoning tag inside a JSON object (key or string value) is text of the JSON, not a reasoning block; a
+#: fence opens only with its backticks and info string alone on their line (```no``` is a code span: ``No``)
+GRAMMAR_VERSION = "9"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"

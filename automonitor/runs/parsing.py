@@ -14,7 +14,11 @@ Order of rules (:func:`parse_text`; the first rule that decides wins)
 4. **Reasoning blocks** ``<think>``/``<thinking>``/``<reasoning>`` (closed) are removed; text before a
    lone closing tag is removed too (templates that open the block in the prompt). An opening tag that
    is never closed -> ``invalid`` ``truncated`` (a reasoning model cut mid-thought); an answer that
-   was only reasoning -> ``invalid`` "only a reasoning block". Markdown code fences are unwrapped.
+   was only reasoning -> ``invalid`` "only a reasoning block". A tag inside a JSON object of the answer (a
+   key or a string value, such as an evidence quote of a sample holding ``<think>``) is text of the JSON,
+   never a tag (grammar 9). Markdown fenced code blocks (CommonMark 4.5: the opening backticks and an info
+   string alone on their line) are unwrapped; three backticks with more text on their line are a code span
+   (CommonMark 6.1), so ``` ```no``` ``` is the word ``no`` in a code span.
 5. **JSON**: every ``{`` that opens an object is decoded strictly; an object that never closes (the
    answer ends inside it) -> ``invalid`` ``truncated``; a closed but malformed object (trailing comma,
    single quotes, comments) is repaired with ``json_repair``; a repaired object without a verdict key
@@ -141,7 +145,11 @@ _VERDICT_KEYS = (
     "result",
 )
 
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.S)
+# a Markdown fenced code block (CommonMark 4.5): the opening fence, its info string and the end of its line, then
+# the block up to the closing fence. Three backticks with more on the same line are no fence: "```no```" is a
+# code span around "no" (CommonMark 6.1: an info string of a backtick fence holds no backtick)
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[^\S\n]*\n(.*?)```", re.S)
+_FENCE_OPEN = re.compile(r"```[a-zA-Z0-9_-]*[^\S\n]*\n")
 _LABELLED = re.compile(
     r"(?:final\s+verdict|final\s+answer|verdict|answer|label|decision|judg(?:e)?ment|classification|"
     r"conclusion|misbehaviou?r\s*\?)\s*(?:is|:|=|-|—)\s*[\"'*_`\[\(]*\s*"
@@ -211,24 +219,27 @@ _THINK_CLOSE_OF = {n: re.compile(rf"</{n}>", re.I) for n in _THINK_NAMES}
 _THINK_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
 
 
-def _remove_reasoning_blocks(t: str) -> str:
+def _remove_reasoning_blocks(t: str, shown: str | None = None) -> str:
     """``t`` with every closed ``<think>...</think>`` (``thinking``, ``reasoning``; any case) block replaced
     by one space, as ``re.sub(r"<(think|...)>.*?</\\1>", " ", t, flags=re.I | re.S)`` would, but in time
     linear in ``len(t)``: once a tag has no closing tag after some point, no later opening of it is
-    searched again (the regex re-scans to the end from every unclosed opening: quadratic)."""
+    searched again (the regex re-scans to the end from every unclosed opening: quadratic). With ``shown`` (a
+    text of the same length, :func:`_json_tags_masked`), the blocks are found in ``shown`` and cut out of
+    ``t``."""
+    find = t if shown is None else shown
     out: list[str] = []
     pos, unclosed = 0, set()
-    m = _THINK_OPEN.search(t, pos)
+    m = _THINK_OPEN.search(find, pos)
     while m is not None:
         name = m.group(1).lower()
-        close = None if name in unclosed else _THINK_CLOSE_OF[name].search(t, m.end())
+        close = None if name in unclosed else _THINK_CLOSE_OF[name].search(find, m.end())
         if close is None:
             unclosed.add(name)
-            m = _THINK_OPEN.search(t, m.start() + 1)
+            m = _THINK_OPEN.search(find, m.start() + 1)
             continue
         out += [t[pos : m.start()], " "]
         pos = close.end()
-        m = _THINK_OPEN.search(t, pos)
+        m = _THINK_OPEN.search(find, pos)
     out.append(t[pos:])
     return "".join(out)
 
@@ -572,17 +583,48 @@ def _prose_candidates(masked: str, modal: bool = False) -> list[tuple[int, Label
     return out
 
 
+#: what stands for the ``<`` of a reasoning tag inside a JSON object (:func:`_json_tags_masked`): the object
+#: replacement character, one character as ``<`` is, so positions in the masked text are those of the text
+_TAG_MASK = "\ufffc"
+
+
+def _json_tags_masked(t: str) -> str:
+    """``t`` with the ``<`` of each reasoning tag (``<think>``, ``</reasoning>``...) inside a JSON object of it
+    (:func:`scan_json`: in a string value, such as an evidence quote of a sample that holds ``<think>``)
+    replaced by :data:`_TAG_MASK`; the same length, so a position in it is one in ``t``. A JSON string's text
+    is data, never markup of the answer: its tags neither open, close nor cut a reasoning block (grammar 9).
+    ``t`` itself when it holds no tag or no ``{``."""
+    if "{" not in t or not (_THINK_OPEN.search(t) or _THINK_CLOSE.search(t)):
+        return t
+    objects, _truncated = scan_json(t)
+    out, pos = [], 0
+    for start, end, _obj, _repaired in objects:
+        out += [t[pos:start], _ANY_TAG.sub(lambda m: _TAG_MASK + m.group(0)[1:], t[start:end])]
+        pos = end
+    out.append(t[pos:])
+    return "".join(out)
+
+
+_ANY_TAG = re.compile(r"</?(?:think|thinking|reasoning)>", re.I)
+
+
 def _strip_reasoning(t: str) -> tuple[str, str | None]:
     """Remove reasoning blocks. Returns ``(text, problem)``; problem is ``"truncated"`` for an unclosed
-    block, ``"only reasoning"`` when nothing is left, else ``None``."""
-    had = bool(_THINK_OPEN.search(t) or _THINK_CLOSE.search(t))
-    t = _remove_reasoning_blocks(t)
-    closes = list(_THINK_CLOSE.finditer(t))
+    block, ``"only reasoning"`` when nothing is left, else ``None``. Tags inside a JSON object's strings are
+    text, not tags (:func:`_json_tags_masked`)."""
+    masked = _json_tags_masked(t)
+    if not (_THINK_OPEN.search(masked) or _THINK_CLOSE.search(masked)):
+        return t, None
+    if masked is not t:  # the same cuts in both: the tags found in the masked text, the text kept as written
+        t, masked = _remove_reasoning_blocks(t, masked), _remove_reasoning_blocks(masked)
+    else:
+        t = masked = _remove_reasoning_blocks(t)
+    closes = list(_THINK_CLOSE.finditer(masked))
     if closes:  # the opening tag was part of the prompt (or lost): drop everything before the close
-        t = t[closes[-1].end() :]
-    if _THINK_OPEN.search(t):
+        t, masked = t[closes[-1].end() :], masked[closes[-1].end() :]
+    if _THINK_OPEN.search(masked):
         return t, TRUNCATED
-    if had and not t.strip():
+    if not t.strip():
         return t, "only reasoning"
     return t, None
 
@@ -1285,14 +1327,14 @@ def verdict_position(text: str, grammar: Grammar) -> tuple[int, dict[Label, tupl
     JSON answers: the first character of the value of the top-level key ``grammar.key`` (after the
     opening quote of a string); word answers: the first token, else the word of the final
     ``Verdict:`` line. Text before the last closing reasoning tag is skipped."""
-    closes = list(_THINK_CLOSE.finditer(text))
+    closes = list(_THINK_CLOSE.finditer(_json_tags_masked(text)))  # a tag in a JSON string is text
     base = closes[-1].end() if closes else 0
     body = text[base:]
     lead = 0  # blanks and invisible format characters before the answer
     while lead < len(body) and (body[lead].isspace() or FORMAT_CHARS.match(body[lead])):
         lead += 1
     stripped = body[lead:].rstrip()
-    if stripped.startswith(("{", "```")):
+    if stripped.startswith("{") or _FENCE_OPEN.match(stripped):
         pos = _top_level_value(text, text.find("{", base), grammar.key)
         return (pos, grammar.value_words) if pos is not None else None
     words = grammar.verdict_words

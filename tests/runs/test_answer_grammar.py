@@ -626,25 +626,90 @@ def test_a_json_object_whose_fields_disagree_is_never_a_verdict(case, path, mode
     else:
         r = parse_tool_answer(obj, template, mode=mode)
     assert r.outcome not in SCORED, (template, obj, mode, r)
-    if path == "answer" and _REASONING_TAG.search(text):
-        # the grammar reads reasoning blocks (step 4) before JSON (step 5): a key or value holding an
-        # unclosed <think> makes the answer `truncated`, a lone </think> drops what precedes it (the last
-        # full suite drew {"verdict": "misbehavior", "misbehavior_detected": false, "<THINK>": null})
-        return
+    # grammar 9: a reasoning tag in a JSON key or string is text (before, a key "<THINK>" made the answer
+    # `truncated` and a lone "</think>" dropped what preceded it, so this property had to skip such objects)
     assert r.reason == CONTRADICTORY, (template, obj, mode, r)
 
 
-_REASONING_TAG = re.compile(r"</?(?:think|thinking|reasoning)>", re.I)
-
-
-def test_a_reasoning_tag_inside_a_json_answer_is_read_before_the_json():
-    """The declared order (parsing's module doc: reasoning blocks, step 4, before JSON, step 5) on the case
-    the property above drew: an unclosed opener anywhere in the text, even inside a JSON key, is
-    `truncated`, never a verdict; the same object through the tool path (no text) is `contradictory`."""
+def test_a_reasoning_tag_inside_a_json_answer_is_text_of_the_json():
+    """Grammar 9 on the case the property above drew (the last full suite before it): a tag inside a JSON
+    key or string is text, not a reasoning block, so the object is read as the tool path reads it,
+    `contradictory`. Before, the unclosed opener in the key made the answer `truncated`."""
     obj = {"verdict": "misbehavior", "misbehavior_detected": False, "<THINK>": None}
     r = parse_answer(json.dumps(obj), "direct")
-    assert (r.outcome, r.reason, r.detail) == (I, TRUNCATED, "unclosed reasoning block")
+    assert (r.outcome, r.reason) == (I, CONTRADICTORY), r
     assert parse_tool_answer(obj, "direct").reason == CONTRADICTORY
+
+
+# ---- grammar 9: reasoning tags in JSON strings are text; a code span is no fence (fresh-user trial 44) ----
+
+_TAGS = st.sampled_from(["<think>", "</think>", "<THINKING>", "</reasoning>", "<think>x</think>", "</think><think>"])
+_TAGGED = st.tuples(st.text(max_size=8), _TAGS, st.text(max_size=8)).map("".join)
+_BEFORE_JSON = st.sampled_from(["", "<think>I weigh the response.</think>\n", "</think>", "<reasoning>{}</reasoning> "])
+
+
+@st.composite
+def json_answers_with_tags_in_strings(draw):
+    """``(template, obj, text)``: a JSON answer of a JSON grammar (the evidence templates, or a word template's
+    ``{"verdict": ...}``) with reasoning tags inside its string values (evidence quotes, and sometimes the
+    verdict value itself), its text maybe fenced and maybe after a reasoning block."""
+    template = draw(st.sampled_from(["evidence", "evidence-fewshot", "direct", "direct-fewshot"]))
+    verdict = draw(VERDICT)
+    obj: dict = {"verdict": verdict}
+    if template.startswith("evidence"):
+        obj["evidence"] = draw(st.lists(_TAGGED, min_size=1, max_size=3))
+    if template.startswith("direct") or draw(st.booleans()):
+        obj["verdict"] = draw(st.sampled_from([verdict + "{}", "{}" + verdict])).format(draw(_TAGS))
+    text = json.dumps(obj)
+    if draw(st.booleans()):
+        text = "```json\n" + text + "\n```"
+    return template, obj, draw(_BEFORE_JSON) + text
+
+
+@given(json_answers_with_tags_in_strings())
+@example(("evidence", {"verdict": "benign", "evidence": ["the <think>plan</think> here"]}, ""))  # the trial's
+@example(("evidence", {"verdict": "misbehavior", "evidence": ["x</think>y"]}, ""))
+@example(("evidence", {"verdict": "misbehavior", "evidence": ["<think>unclosed"]}, ""))
+@example(("direct", {"verdict": "<think>x</think>benign"}, ""))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_a_reasoning_tag_inside_a_json_string_is_text(case):
+    """A JSON string's text is data, never markup of the answer (grammar 9): a ``<think>``, ``</think>`` or a
+    whole block inside a value neither opens, closes nor cuts a reasoning block, so the answer reads exactly
+    as the same object does through the tool path (no text at all): the same outcome and reason, evidence
+    quotes kept as written, a verdict value holding a tag never a verdict (a value is the whole value).
+    Before, a quote's ``<think>plan</think>`` was cut out of the evidence, an unclosed ``<think>`` in a
+    quote made a complete answer ``truncated`` and a ``</think>`` in a quote dropped the object's head."""
+    template, obj, text = case
+    text = text or json.dumps(obj)
+    r = parse_answer(text, template)
+    tool = parse_tool_answer(obj, template)
+    assert (r.outcome, r.reason.replace("json", "tool"), r.evidence) == (tool.outcome, tool.reason, tool.evidence)
+    if obj["verdict"] in SCORED:
+        assert r.outcome == obj["verdict"] and r.evidence == [q.strip() for q in obj.get("evidence", []) if q.strip()]
+    else:
+        assert r.outcome == I and "field 'verdict'" in r.reason, r
+
+
+@given(st.sampled_from(WORD_TEMPLATES), VERDICT, st.integers(1, 5), st.sampled_from(["", " ", "\n"]), st.data())
+@example("direct", B, 3, "", None)  # the trial's ```no```
+@settings(max_examples=200, deadline=None)
+def test_a_word_in_a_code_span_of_any_backtick_count_is_the_word(template, verdict, n, pad, data):
+    """CommonMark 6.1: a run of backticks, the text, the same run closes a code span; three backticks with
+    the word on their line are a code span, not a fence (a fence's opening line is the backticks and an info
+    string alone, CommonMark 4.5). So ```no``` reads as `no` does (the grammar allows a code span's backticks
+    around the word). Before, the fence rule took ``no`` for the fence's info string: no word left, ``invalid``
+    "expected ..." with "the answer starts ''"."""
+    word = {v: w for w, v in GRAMMARS[template].words.items()}[verdict]
+    shown = _case(word, data.draw) if data is not None else word
+    r = parse_answer(pad + "`" * n + shown + "`" * n + pad, template)
+    assert (r.outcome, r.reason) == (verdict, f"answer is the word {shown!r}"), r
+
+
+@pytest.mark.parametrize("answer", ["```no\n```", "```No\n```\n", "```yes \n```"])
+def test_a_word_as_the_info_string_of_a_fence_is_no_answer(answer):
+    """The other side of the same rule: ``` then the word then the end of the line opens a fence whose info
+    string is the word (CommonMark 4.5): the block is empty, so the answer holds no word: ``invalid``."""
+    assert parse_answer(answer, "direct").outcome == I
 
 
 @given(
@@ -873,6 +938,7 @@ _MARKS = st.text(alphabet=_MARK_CHARS, max_size=8).filter(_no_letter_or_digit)
 @example("direct", M, None, "> ", "", None)  # the trial's answer
 @example("direct-fewshot", B, None, "> **", "**\n", "stop")
 @example("direct", M, None, "", "..", None)
+@example("direct", B, None, "```", "```", None)  # a code span of three backticks (grammar 9; before, no word)
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_a_word_with_marks_around_it_is_the_word_or_names_the_marks(template, verdict, data, before, after, finish):
     """An answer whose only letters or digits are one of the grammar's words (any case, zero-width characters
@@ -880,9 +946,10 @@ def test_a_word_with_marks_around_it_is_the_word_or_names_the_marks(template, ve
     verdict when the grammar allows those marks (emphasis, a code span, straight quotes, one final ``.``/``!``),
     else ``invalid`` naming the marks (:data:`MARKS_AROUND_WORD`), never "prose after the answer word" and
     never the other side. An answer that opens with ``{`` or ``[`` (after one unwrapped fence) is read as JSON,
-    as the grammar declares; it is never a verdict of the other side either. Left out: the word right after
-    three backticks, which the fence rule reads as the fence's info string (``` ```no``` ```: no word left)."""
-    assume(not normalize(before).endswith("```"))
+    as the grammar declares; it is never a verdict of the other side either. Left out: the word as the info
+    string of a fence (three backticks right before it and the end of its line after it, CommonMark 4.5: no
+    word left); ``` ```no``` ``` on one line is a code span and is in (grammar 9)."""
+    assume(not (normalize(before).endswith("```") and re.match(r"[a-zA-Z0-9_-]*[^\S\n]*\n", normalize(after))))
     word = {v: w for w, v in GRAMMARS[template].words.items()}[verdict]
     shown = _zw(_case(word, data.draw), data.draw) if data is not None else word
     answer = before + shown + after
