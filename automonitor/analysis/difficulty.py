@@ -13,7 +13,7 @@ the report's unscored policy and Wilson 95% intervals (:func:`automonitor.analys
 
 from __future__ import annotations
 
-
+import numpy as np
 import pandas as pd
 from sqlalchemy.engine import Engine
 
@@ -72,11 +72,17 @@ def add_tiers(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: str = "
         tiers = sample_meta_values(c, preds["sample_id"].unique().tolist(), "tier")
     if not tiers:
         return
-    tier = preds["sample_id"].map(tiers)
+    # the rows of each (run, tier) found in one grouping (a mask over the whole frame per run and tier was
+    # runs x rows comparisons: 5.6 s CPU for 100 runs x 3,010 samples); only the tiers' names are grouped
+    tier = preds["sample_id"].map({sid: t for sid, t in tiers.items() if isinstance(t, str) and t in TIERS})
+    keys = pd.DataFrame({"run_id": preds["run_id"].to_numpy(object), "tier": tier.to_numpy(object)})
+    rows_of = keys.groupby(["run_id", "tier"], sort=False).indices  # positions, ascending; no row without a tier
+    labels, outcomes = preds["label"].to_numpy(object), preds["outcome"].to_numpy(object)
+    none = np.zeros(0, dtype=np.intp)
     for entry in rep.runs:
         out = {}
         for t in TIERS:
-            sub = preds[(preds["run_id"] == entry.run_id) & (tier == t)]
-            table = mt.outcome_table(sub["label"].tolist(), [None if o != o else o for o in sub["outcome"]])
+            rows = rows_of.get((entry.run_id, t), none)
+            table = mt.outcome_table(labels[rows].tolist(), [None if o != o else o for o in outcomes[rows]])
             out[t] = SliceStats.model_validate(mt.slice_stats(table, invalid))
         entry.by_tier = out
