@@ -50,8 +50,12 @@ def add_difficulty(engine: Engine, rep: Report, preds: pd.DataFrame, invalid: st
     members = {ed: ids for ed, ids in members.items() if ids}
     if not members:
         return
+    # each run's rows found in one grouping (a mask over the whole frame per run was runs x rows comparisons:
+    # 3.2-4.0 s CPU for 100 runs x 3,010 samples with both editions' members)
+    rows_of = preds.groupby("run_id", sort=False).indices if len(preds) else {}
+    none = np.zeros(0, dtype=np.intp)
     for entry in rep.runs:
-        mine = preds[preds["run_id"] == entry.run_id] if len(preds) else preds
+        mine = preds.take(rows_of.get(entry.run_id, none)) if len(preds) else preds
         entry.difficulty = {ed: edition_difficulty(mine, ids, invalid) for ed, ids in members.items()}
 
 
