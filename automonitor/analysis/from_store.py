@@ -328,10 +328,15 @@ def _add_run_extras(
     from automonitor.runs.status import answer_quality
 
     quality = answer_quality(engine, [e.run_id for e in rep.runs])
+    # each run's controls found in one grouping (not a mask over every run's controls per run)
+    rows_of = controls.groupby("run_id", sort=False).indices if len(controls) else {}
+    control_outcomes = controls["outcome"].to_numpy(object) if len(controls) else None
     for entry in rep.runs:
         entry.edition = editions.get(entry.run_id)
-        outcomes = controls[controls["run_id"] == entry.run_id]["outcome"] if len(controls) else []
-        entry.controls = controls_far(outcomes, invalid)
+        rows = rows_of.get(entry.run_id)
+        entry.controls = controls_far(
+            [] if rows is None or control_outcomes is None else control_outcomes[rows], invalid
+        )
         if entry.run_id in quality:
             entry.answers = RunAnswers.model_validate(quality[entry.run_id])
         st = stability(engine, entry.run_id)

@@ -95,3 +95,29 @@ def test_each_runs_difficulty_counts_its_own_verdicts_on_each_editions_members(c
     }
     assert got == expected
     assert len({json.dumps(v, sort_keys=True) for v in expected.values()}) > 2
+
+
+def test_each_runs_controls_count_its_own_verdicts(cli, db_url, engine, tmp_path):
+    import sqlalchemy as sa
+
+    from helpers import add_control_sample
+    from store.tables import sample
+
+    samples, _ = _three_runs(cli, db_url, tmp_path)
+    add_control_sample(engine)
+    with engine.connect() as c:
+        (control,) = c.execute(sa.select(sample.c.id).where(sample.c.pair_id == "controls:c1")).scalars().all()
+    said = {"ctl-a": "misbehavior", "ctl-b": "benign", "ctl-c": "invalid"}
+    judged = sorted(samples)[:6]
+    for monitor, outcome in said.items():
+        f = tmp_path / f"{monitor}.jsonl"
+        rows = [{"sample_id": s, "outcome": "benign"} for s in judged] + [{"sample_id": control, "outcome": outcome}]
+        f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        res = cli(["predictions", "import", str(f), "--monitor", monitor, "--json"], db=db_url)
+        assert res.returncode == 0, res.stderr
+    rep = json.loads(cli(["report", "--json", "--n-boot", "10", "--no-audit"], db=db_url).stdout)
+    got = {r["monitor"]: r["controls"] for r in rep["runs"]}
+    assert got["ctl-a"] == {"n": 1, "fp": 1, "tn": 0, "unscored": 0, "far": 1.0}
+    assert got["ctl-b"] == {"n": 1, "fp": 0, "tn": 1, "unscored": 0, "far": 0.0}
+    assert got["ctl-c"] == {"n": 1, "fp": 0, "tn": 0, "unscored": 1, "far": None}
+    assert all(got[m]["n"] == 0 for m in ("sys-a", "sys-b", "sys-c"))  # the runs that did not judge the control
