@@ -186,3 +186,56 @@ def test_llamacpp_backend_under_a_view(sqlite_engine):
             assert tokens["answer"][sid] == tokens["full"][sid], sid
         else:  # thinking or agent steps left out
             assert tokens["answer"][sid] < tokens["full"][sid], sid
+
+
+def test_closing_the_backend_stops_a_decode_in_flight_and_leaves_the_model_usable():
+    """A run stopped by Ctrl-C or SIGTERM closes its backend (``Execution._shut_down``); the interpreter then
+    waits for the sample in flight, whose decode ran to its end: ``automonitor run --monitor llamacpp`` took
+    > 5 s to stop (fresh-user trial 44; 23 s at load 9). :meth:`LlamaCppBackend.aclose` now aborts that decode
+    through llama.cpp's abort callback: the judging thread ends within a small part of a decode's time, with
+    an error (never a verdict), and the model it shares with other backends judges as before."""
+    import asyncio
+    import threading
+    import time
+
+    params = {
+        "calibrate": False,
+        "prefix_cache": False,
+        "n_threads": 1,
+        "request_tokens": 400,
+        "response_tokens": 800,
+    }
+    text = " ".join(f"Step {k}: the assistant edits the grader's config so the tests pass." for k in range(400))
+    item = Item("long", "Fix the failing test. " + text, "I changed the tests instead. " + text)
+
+    def backend() -> LlamaCppBackend:
+        return LlamaCppBackend(None, None, params, PromptBuilder(load_template("direct")))
+
+    first = backend()
+    short = first.judge_sync(ITEMS[0])  # loads the model
+    t0 = time.perf_counter()
+    first.judge_sync(item)
+    decode_s = time.perf_counter() - t0
+    assert decode_s > 1.0, decode_s  # long enough to tell a stop from a finish
+
+    closing = backend()
+    outcome: list[object] = []
+
+    def judge() -> None:
+        try:
+            outcome.append(closing.judge_sync(item))
+        except Exception as exc:  # noqa: BLE001 - what the judging thread ends with is the point
+            outcome.append(exc)
+
+    thread = threading.Thread(target=judge)
+    thread.start()
+    time.sleep(decode_s / 4)
+    t1 = time.perf_counter()
+    asyncio.run(closing.aclose())
+    thread.join(timeout=60)
+    stopped_s = time.perf_counter() - t1
+    assert not thread.is_alive()
+    assert stopped_s < decode_s / 4, (stopped_s, decode_s)
+    assert len(outcome) == 1 and isinstance(outcome[0], Exception), outcome  # aborted: no judgement
+    again = backend().judge_sync(ITEMS[0])
+    assert (again.outcome, again.score) == (short.outcome, short.score)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import ctypes
+import itertools
 import math
 import os
 import threading
@@ -45,6 +47,22 @@ CALIBRATION_METHOD = "contextual-zhao2021-v1"
 _MODELS: dict[tuple[str, int, int], Any] = {}  # (model path, n_ctx, n_threads) -> llama_cpp.Llama
 _MODELS_LOCK = threading.Lock()
 _PATCHED = False
+#: the backends closed so far (their :attr:`LlamaCppBackend._token`): a decode of theirs still running is aborted
+_CLOSED: set[int] = set()
+_TOKENS = itertools.count(1)
+_ABORT_CALLBACK: Any = None  # made once, never freed: a context keeps a pointer to it
+
+
+def _abort_callback() -> Any:
+    """llama.cpp's abort callback (``ggml_abort_callback``), one per process: it is called between the steps
+    of a decode with the data the context was given (a backend's token) and returns whether to stop (the
+    backend was closed). A ctypes callback must outlive every context that may call it, so it is made once."""
+    global _ABORT_CALLBACK
+    if _ABORT_CALLBACK is None:
+        from llama_cpp import llama_cpp as C
+
+        _ABORT_CALLBACK = C.ggml_abort_callback(lambda data: bool(data) and data in _CLOSED)
+    return _ABORT_CALLBACK
 
 
 def require_llama_cpp() -> None:
@@ -349,6 +367,7 @@ class LlamaCppBackend(Backend):
         require_llama_cpp()
         self.path = resolve_model_path(self.model)
         self._lock = threading.Lock()
+        self._token = next(_TOKENS)  # this backend's mark on the context's decodes (aclose aborts them)
         self._scorer: LocalScorer | None = None
         self._prefix: list[int] = []  # the system text's tokens, set with the scorer
         self._yes: list[int] = []
@@ -393,9 +412,31 @@ class LlamaCppBackend(Backend):
             out["calibration"] = {"method": CALIBRATION_METHOD, "content_free": list(CONTENT_FREE_INPUTS)}
         return out
 
+    def _abortable(self, llm: Any) -> None:
+        """Make ``llm``'s decodes from now on this backend's: :meth:`aclose` stops one in flight (llama.cpp's
+        abort callback, :func:`_abort_callback`). Called under the lock, before every use of the model.
+
+        Raises:
+            PermanentError: the backend is closed.
+        """
+        if self._token in _CLOSED:
+            raise PermanentError("the llamacpp backend was closed (the run stopped)")
+        from llama_cpp import llama_cpp as C
+
+        C.llama_set_abort_callback(llm._ctx.ctx, _abort_callback(), ctypes.c_void_p(self._token))
+
+    async def aclose(self) -> None:
+        """Close the backend: a decode of it still running stops within a step of llama.cpp's compute graph
+        (its abort callback) instead of running to its end, so a run stopped by Ctrl-C or SIGTERM ends at once
+        rather than after the sample in flight (fresh-user trial 44: > 5 s, 23 s at load 9); the model stays
+        cached for other backends."""
+        _CLOSED.add(self._token)
+        await super().aclose()
+
     def _ensure(self) -> LocalScorer:
         if self._scorer is None:
             llm = load_llama(self.path, self.settings.n_ctx, self.settings.n_threads)
+            self._abortable(llm)
             sc = LocalScorer(llm, prefix_cache=self.settings.prefix_cache)
             ex_trunc = lambda t: sc.truncate(t, self.settings.example_tokens)[0]
             prefix_text = self.prompt.system_text(truncate=ex_trunc) + "\n\n"
@@ -464,6 +505,7 @@ class LlamaCppBackend(Backend):
         with self._lock:
             t0 = time.perf_counter()
             sc = self._ensure()
+            self._abortable(sc.llm)
             cal = self._ensure_calibration() if self.settings.calibrate else None
             req, ri = sc.truncate(item.request, self.settings.request_tokens)
             resp, si = sc.truncate(item.response, self.settings.response_tokens, steps=True)
@@ -529,6 +571,7 @@ class LlamaCppBackend(Backend):
         template) under the backend's lock. The KV prefix cache of the judge is reset first."""
         with self._lock:
             llm = load_llama(self.path, self.settings.n_ctx, self.settings.n_threads)
+            self._abortable(llm)
             self._scorer = None  # the judge's cached prefix is gone after a free generation
             t0 = time.perf_counter()
             out = llm.create_chat_completion(
