@@ -11,6 +11,13 @@ or build its cells with :func:`cell`:
   page's ``column_config``; a page gives a number format only to a column that is still numeric,
   :func:`is_numeric`).
 
+Invisible characters in text cells, one rule too: every ``str`` value (and index label, column name) is shown
+with its invisible characters as ``⟨U+XXXX⟩`` markers (:func:`automonitor.escaping.reveal_invisible`), so a
+right-to-left override or a zero-width character in a model- or user-written cell (a run's error from the judge
+server, a model name, an annotator's note, a source name) cannot reorder or hide what a reader sees. Before,
+only the Drill-down cell table and the Samples table did this (fresh-user trial 44: every other table showed
+``zero\u200bwidth request \u202e RTL override`` as "zerowidth request edirrevo LTR").
+
 Order, index and column names are kept, so a page's row selection still indexes its own frame.
 """
 
@@ -21,6 +28,8 @@ from datetime import date, datetime
 from typing import Callable, Iterable, Mapping, Union
 
 import pandas as pd
+
+from automonitor.escaping import reveal_invisible
 
 MISSING = "—"
 """What a table shows for a missing value (the Agreement page's rule)."""
@@ -43,11 +52,12 @@ def is_missing(value: object) -> bool:
 
 def cell(value: object, fmt: Format | None = None) -> object:
     """One table cell: :data:`MISSING` for a missing value, else ``value`` formatted with ``fmt``
-    (a ``format()`` spec or a function), else ``value`` unchanged."""
+    (a ``format()`` spec or a function), else ``value`` unchanged (a ``str`` with its invisible characters
+    as markers, :func:`automonitor.escaping.reveal_invisible`)."""
     if is_missing(value):
         return MISSING
     if fmt is None:
-        return value
+        return reveal_invisible(value) if isinstance(value, str) else value
     return fmt(value) if callable(fmt) else format(value, fmt)
 
 
@@ -85,7 +95,7 @@ def _as_text(values: list[object], fmt: Format | None) -> list[object]:
         elif isinstance(v, date):
             out.append(v.isoformat())
         else:
-            out.append(str(v))
+            out.append(reveal_invisible(str(v)))
     return out
 
 
@@ -102,6 +112,13 @@ def display_frame(
         values = list(df.iloc[:, i])
         if any(is_missing(v) for v in values):
             df.isetitem(i, pd.Series(_as_text(values, fmts.get(name)), index=df.index, dtype=object))
+        elif any(isinstance(v, str) and reveal_invisible(v) != v for v in values):
+            shown = [reveal_invisible(v) if isinstance(v, str) else v for v in values]
+            df.isetitem(i, pd.Series(shown, index=df.index, dtype=object))
+    if any(isinstance(c, str) and reveal_invisible(c) != c for c in df.columns):
+        df.columns = [reveal_invisible(c) if isinstance(c, str) else c for c in df.columns]
+    if any(isinstance(v, str) and reveal_invisible(v) != v for v in df.index):
+        df.index = pd.Index([reveal_invisible(v) if isinstance(v, str) else v for v in df.index], name=df.index.name)
     return df
 
 

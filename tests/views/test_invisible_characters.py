@@ -112,3 +112,38 @@ def test_a_table_preview_reveals_invisible_characters():
     assert preview(f"a {SPOOF}\u200b b") == "a invoice\u27e8U+202E\u27e9gpj.exe\u27e8U+200B\u27e9 b"
     assert preview("x" * 10 + "\u202e" + "y" * 10, limit=12) == "x" * 10 + "\u27e8U+202E\u27e9…"
     assert preview("plain  text\n<b>") == "plain text <b>"
+
+
+def test_every_table_frame_reveals_invisible_characters_in_its_text_cells(engine):
+    """The tables a page shows pass through ``views.display_frame`` (or build cells with ``views.cell``); the
+    rule of the Drill-down and Samples tables (c970dfc) is now theirs: every text cell, index label and column
+    name shows its invisible characters as markers, with or without a missing value in its column, and numbers
+    stay numbers. Fresh-user trial 44: the other tables were not audited; among them the Runs page's history
+    (a run's monitor name as stored), an annotator's note on the Adjudicate page, a source name on the Health
+    page. Real store: a run whose stored monitor name holds a right-to-left override and a zero-width space."""
+    import pandas as pd
+
+    from automonitor import views
+    from automonitor.runs import runner
+    from servers.data import add_pairs
+    from store import session_scope
+    from store.models import Run
+
+    spoof = "zero\u200bwidth \u202e RTL override"
+    shown = "zero⟨U+200B⟩width ⟨U+202E⟩ RTL override"
+    frame = views.display_frame(
+        pd.DataFrame({"note": [spoof, "plain"], "n": [1, 2], spoof: ["x", None]}, index=[spoof, "b"])
+    )
+    assert frame["note"].tolist() == [shown, "plain"] and frame["n"].tolist() == [1, 2]
+    assert shown in frame.columns and frame.index.tolist() == [shown, "b"]
+    assert views.cell(spoof) == shown and views.cell(None) == "—"
+
+    add_pairs(engine, 1)
+    rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url="http://127.0.0.1:9/v1")
+    with session_scope(engine) as s:
+        run = s.get(Run, rid)
+        run.monitor = "imported:" + spoof  # a display name as the store holds it (no rule of the CLI's)
+    history = views.history_table(views.runs_frame(engine))
+    cells = [str(v) for v in history.to_numpy().ravel()]
+    assert not any(reveal_invisible(c) != c for c in cells), cells
+    assert any(shown in c for c in cells), cells
