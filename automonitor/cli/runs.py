@@ -118,6 +118,19 @@ def run_cmd(
     view_given = view != "full" or bool(source)
     if (resume or retry_errors) and view_given:
         raise InputError("--view/--source apply to a new run (a run keeps the view it was created with)", field="view")
+    if resume or retry_errors:  # options of a new run: a resumed run keeps those it was created with
+        _refuse_new_run_options(
+            "--retry-errors" if retry_errors else "--resume",
+            {
+                "limit": limit is not None,
+                "param": bool(params),
+                "batch": batch,
+                "reuse": reuse,
+                "edition": edition != "paper",
+                "no-controls": not controls,
+                "sample-seed": sample_seed != 0,
+            },
+        )
     if retry_errors:
         if resume or any(v is not None for v in (monitor, template, limit, base_url)) or params or reuse:
             raise InputError("--retry-errors RUN_ID takes no other run options", field="retry-errors")
@@ -147,6 +160,23 @@ def run_cmd(
         # a RunInterrupted carries the calls made while judging; stopped before that (or a batch run), none
         _report_interrupted(engine, run_id, as_json, getattr(exc, "api_calls", 0), getattr(exc, "cache_hits", 0))
     _report_run(engine, run_id, summary, as_json)
+
+
+def _refuse_new_run_options(how: str, given: dict[str, bool]) -> None:
+    """Refuse the options of a new run given with ``how`` (``--resume`` or ``--retry-errors``): ``given`` maps
+    each option's name to whether it was given (a value other than its default). A resumed run keeps the
+    sample, edition, controls, parameters and mode it was created with, so such an option would be dropped
+    unread; it is refused, as an unknown ``--param`` key is (CONTRACT), before anything changes.
+
+    Raises:
+        InputError: the first option given (field: its name).
+    """
+    for name, was_given in given.items():
+        if was_given:
+            raise InputError(
+                f"--{name} applies to a new run, not to {how} (a run keeps the options it was created with)",
+                field=name,
+            )
 
 
 def _say_if_nothing_pending(engine: Engine, run_id: str) -> None:
