@@ -4,6 +4,7 @@ every build applying them (across a rebuild with another seed), on real raw sour
 from __future__ import annotations
 
 import json
+import re
 import threading
 
 import pytest
@@ -223,8 +224,13 @@ def test_erratum_added_after_a_build_applies_on_rebuild(tmp_path, errata_raw, lo
     plan = plan_build(raw_dir, 0, loaded=loaded, errata_file=p, hard=False)
     pid = next(r["pair_id"] for r in plan.rows if {"paper", "verified"} <= set(r.get("editions", ())))
     add_erratum(eng, pid, "wrong", "read wrong", "t")  # into the store: the next build applies it
-    rep = build(eng, raw_dir, 0, loaded=loaded, errata_file=p, hard=False)
+    lines: list[str] = []
+    rep = build(eng, raw_dir, 0, loaded=loaded, errata_file=p, hard=False, progress=lines.append)
     assert rep["updated"] >= 2 and not rep["unchanged"]
+    # the line before the writes and the line after count the same updates (the erratum-only ones included)
+    planned = next(x for x in lines if x.startswith("store: writing "))
+    done = next(x for x in lines if re.match(r"store: [\d,]+ inserted", x))
+    assert f"{rep['updated']:,} updated" in planned and f"{rep['updated']:,} updated" in done, (planned, done)
     with session_scope(eng) as s:
         assert stats(s, "test", "verified")["pairs"] == before - 1
     import sqlalchemy as sa

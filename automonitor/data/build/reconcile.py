@@ -87,6 +87,11 @@ class _Changes:
     to_update: list[str]
     to_mark: list[str] = field(default_factory=list)  # only the erratum (meta.erratum) changes
 
+    @property
+    def n_updated(self) -> int:
+        """Rows updated: those whose placement moves plus those whose erratum alone changes (each once)."""
+        return len(self.to_update) + len(set(self.to_mark) - set(self.to_update))
+
 
 def _sample_changes(session: Session, state: _StoreState, plan: Plan) -> _Changes:
     """Diff the store's build rows against ``plan``: rows not planned are deleted, rows whose
@@ -194,7 +199,7 @@ def _apply_changes(
     return {
         "gold_spans": synced["inserted"] + synced["deleted"],
         "inserted": inserted,
-        "updated": len(changes.to_update) + len(set(changes.to_mark) - set(changes.to_update)),
+        "updated": changes.n_updated,
         "deleted": len(changes.to_delete),
         "editions": len(drop_ed) + len(add_ed),
     }
@@ -310,7 +315,7 @@ def build(
         if progress:
             new = sum(1 for r in plan.rows if r["id"] not in state.current)
             progress(
-                f"store: writing {new:,} new sample rows, {len(changes.to_update):,} updated, "
+                f"store: writing {new:,} new sample rows, {changes.n_updated:,} updated, "
                 f"{len(changes.to_delete):,} deleted"
             )
         t1 = time.perf_counter()
