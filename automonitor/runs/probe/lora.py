@@ -6,6 +6,7 @@ Base models, the adapter folder and the GPU recipe: docs/how-to/probes-transfer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -13,7 +14,7 @@ import time
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence, TypedDict, cast
+from typing import TYPE_CHECKING, Iterator, Mapping, Sequence, TypedDict, cast
 
 from automonitor.data.cache_home import cache_home
 from automonitor.errors import InputError
@@ -60,14 +61,40 @@ def hf_cache_dir(gguf_name: str) -> Path:
     return cache_home() / "hf" / Path(gguf_name).stem
 
 
+@contextlib.contextmanager
+def _gguf_read_once() -> Iterator[None]:
+    """While inside, ``gguf.GGUFReader(path, mode)`` gives one reader per file and mode: transformers reads a
+    GGUF file whole for each of the tokenizer, the config and the weights (three parses of its metadata, the
+    262k-entry vocabulary element by element, about two thirds of a conversion's time); the readers are only
+    read from (memory-mapped), so the three loads can share one. The library's own class is put back on exit."""
+    import gguf as gguf_lib
+
+    real = gguf_lib.GGUFReader
+    made: dict[tuple[str, str], object] = {}
+
+    def reader(path: os.PathLike[str] | str, mode: str = "r") -> object:
+        key = (os.fspath(path), mode)
+        if key not in made:
+            made[key] = real(path, mode)  # type: ignore[arg-type]  # the modes GGUFReader takes
+        return made[key]
+
+    gguf_lib.GGUFReader = reader  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        gguf_lib.GGUFReader = real  # type: ignore[misc]
+
+
 def _convert_gguf(folder: Path, gguf: str, cache: Path) -> None:
     """De-quantise ``folder/gguf`` to float32 and save it as a HF folder at ``cache`` (written under a
-    temporary name, then renamed; when another process won the race its folder is kept)."""
+    temporary name, then renamed; when another process won the race its folder is kept). The GGUF file is
+    parsed once for the tokenizer, the config and the weights (:func:`_gguf_read_once`)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
-    model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)
+    with _gguf_read_once():
+        tok = AutoTokenizer.from_pretrained(str(folder), gguf_file=gguf)
+        model = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=gguf, dtype=torch.float32)
     tmp = cache.with_name(cache.name + f".tmp{os.getpid()}")
     # the weights are de-quantised float32 now: drop the GGUF "quantizer" so the model saves
     model.hf_quantizer = None  # type: ignore[assignment]  # transformers types it by nn.Module.__getattr__
