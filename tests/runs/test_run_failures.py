@@ -464,6 +464,24 @@ def test_a_run_whose_every_call_got_no_answer_ends_failed_naming_retry_errors(en
     assert _status(engine, rid)[0] == "finished" and again["counts"]["error"] == 0
 
 
+@pytest.mark.parametrize("force", ["429", "405"])
+def test_a_run_whose_every_call_got_an_http_error_names_the_status(engine, monkeypatch, force):
+    """Fresh-user trial 45: a 429-only storm, or a --base-url at a server answering HTTP 405, ended with
+    "none of the N call(s) sent got an answer ... (the last: )": those failures were kept nowhere. The line
+    names the last call's HTTP status."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 1)
+    params = {**FAST, "max_attempts": 2}
+    with OpenAIFaultServer(retry_after=0.01) as srv:
+        srv.force = force
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1, params=params)
+        runner.execute_run(engine, rid)
+    status, error = _status(engine, rid)
+    assert status == "failed", (status, error)
+    assert error.startswith("none of the ") and "got an answer from the judge at " in error, error
+    assert "(the last: )" not in error and f"HTTP {force}" in error, error
+
+
 def test_one_answer_among_timeouts_lets_a_small_run_finish(engine, monkeypatch):
     """A run in which one call of several got an answer reached its judge: it finishes (with its errors and the
     warning), the no-answer rule does not fire."""

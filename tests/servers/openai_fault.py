@@ -313,6 +313,15 @@ class OpenAIFaultServer(LoopbackServer):
                 return send_json(
                     h, 400, {"error": {"message": "Invalid request: bad content", "type": "invalid_request_error"}}
                 )
+            if action == "405":  # a server that does not serve this route's method: a plain-text body
+                data = b"Method Not Allowed"
+                h.send_response(405)
+                h.send_header("content-type", "text/plain")
+                h.send_header("content-length", str(len(data)))
+                h.end_headers()
+                h.wfile.write(data)
+                h.wfile.flush()
+                return None
             if action == "429":
                 return send_json(
                     h,

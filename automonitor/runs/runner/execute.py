@@ -135,7 +135,7 @@ def execute_run(
     c = state.circuit
     no_answer = None
     if failure is None and not state.cancelled and state.api_calls and c.answers == 0:
-        no_answer = no_answer_message(state.api_calls, c.last_failing or c.last, backend.base_url)
+        no_answer = no_answer_message(state.api_calls, c.last_failing or c.last or c.last_error, backend.base_url)
     finalize(
         engine,
         run_id,

@@ -101,6 +101,16 @@ def _is_transport(exc: BaseException | None) -> bool:
     return isinstance(exc, TransientError) and exc.kind == "connection" and exc.status is None
 
 
+def describe_failure(exc: BaseException) -> str:
+    """One call's failure in words, naming its HTTP status when it had one (``HTTP 405: Method Not Allowed``,
+    ``rate_limit (HTTP 429): ...``); an empty message gives the status alone, or the exception's type."""
+    text = str(exc).strip()
+    status = getattr(exc, "status", None)
+    if isinstance(status, int) and f"HTTP {status}" not in text:
+        text = f"HTTP {status}: {text}" if text else f"HTTP {status}"
+    return text or type(exc).__name__
+
+
 class Circuit:
     """Whether an execution has reached its judge. Until a first answer (any answer, or an HTTP error
     that is not run-wide: 401/403/404, quota), at most :data:`UNREACHABLE_AFTER` calls are in flight at once; after that many transport
@@ -131,6 +141,7 @@ class Circuit:
         self.failing_since = 0.0  # time.monotonic() of the 5xx streak's first failure
         self.failing_status: int | None = None
         self.last_failing = ""
+        self.last_error = ""  # the last failed call of any kind (:func:`describe_failure`): 429, 4xx, 5xx, ...
         self._gate = asyncio.Semaphore(limit)
         self._waiting = 0  # calls waiting for a place at the gate
 
@@ -204,6 +215,7 @@ class Circuit:
             if not self.answered:
                 self._first_answer()
             return
+        self.last_error = describe_failure(exc)
         if _is_transport(exc):
             if self.answered:
                 if self.lost == 0:
