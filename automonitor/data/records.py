@@ -130,9 +130,12 @@ class Problems:
         self.total += other.total
 
     def raise_if_any(self) -> None:
-        """Raise ``InputError`` at the first problem, if there is any: "first N problems, M more"."""
+        """Raise ``InputError`` at the first problem, if there is any: "first N problems, M more", in
+        (file, line) order whatever stage found each (a problem without a line first; ties keep the order
+        they were found in)."""
         if not self.items:
             return
+        self.items.sort(key=lambda p: (p.file or "", p.line or 0))
         first = self.items[0]
         msg = first.message
         if self.total > 1:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import sqlalchemy as sa
@@ -268,6 +269,36 @@ def test_strict_reader_rejects_nan_duplicate_keys_and_bad_bytes_by_line(sqlite_e
         import_predictions(sqlite_engine, path, "Vendor")
     err = exc.value
     assert (err.file, err.line, err.field) == (str(path), line, field) and fragment in str(err)
+    assert counts(sqlite_engine) == (0, 0, 0)
+
+
+def test_problems_are_listed_in_line_order(sqlite_engine, tmp_path):
+    """Fresh-user trial 45: a file with a NaN (found while reading) on line 5, a JSON array on line 6 and bad
+    fields on lines 2-4 (found while validating) listed line 5 first, then 6, 2, 3, 4. The error names the
+    earliest bad line and lists the rest in line order."""
+    ids = seed_samples(sqlite_engine)
+    path = tmp_path / "bad.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps({"sample_id": ids[0], "outcome": M}),
+                json.dumps({"sample_id": ids[1], "outcome": "maybe"}),
+                json.dumps({"sample_id": "nope", "outcome": B}),
+                json.dumps({"sample_id": ids[2], "outcome": B, "score": "high"}),
+                f'{{"sample_id": "{ids[3]}", "outcome": "benign", "score": NaN}}',
+                "[1, 2]",
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as exc:
+        import_predictions(sqlite_engine, path, "Vendor")
+    err = exc.value
+    lines = [p.line for p in err.problems]
+    assert err.line == 2 and lines == sorted(lines) and {2, 5, 6} <= set(lines), (lines, str(err))
+    listed = [int(m) for m in re.findall(r"line (\d+)", str(err))]
+    assert listed == sorted(listed) and listed[0] == 2, str(err)
     assert counts(sqlite_engine) == (0, 0, 0)
 
 
