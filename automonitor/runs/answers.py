@@ -135,7 +135,9 @@ def norm_category(value: object) -> str | None:
 #: beside tool calls is read by every parser; a call to a tool other than :data:`VERDICT_TOOL` is ``invalid``.
 #: 9: a reasoning tag inside a JSON object (key or string value) is text of the JSON, not a reasoning block; a
 #: fence opens only with its backticks and info string alone on their line (```no``` is a code span: ``No``)
-GRAMMAR_VERSION = "9"
+#: 10: a JSON key naming another property (``safe``, ``is_safe``, ``harmful``...) with a yes/no value says a side,
+#: so ``{"safe": true, "verdict": "yes"}`` is ``contradictory`` (automonitor.runs.parsing._property_side)
+GRAMMAR_VERSION = "10"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"
