@@ -191,8 +191,11 @@ MAX_JSON_DEPTH = 64
 """Deepest nesting of objects/arrays a record may have (the whole JSON line, or a JSON cell)."""
 MAX_META_DEPTH = 16
 """Deepest nesting inside a ``meta`` object (``meta`` itself is level 1)."""
-MAX_META_BYTES = 65_536
-"""Largest ``meta`` object, as compact UTF-8 JSON."""
+MAX_META_BYTES = 1_048_576
+"""Largest ``meta`` object, as compact UTF-8 JSON (1 MiB). One limit for both paths: the importers refuse a
+larger ``meta`` and the build (:func:`automonitor.data.build.gating.load_all`) drops a source pair whose
+``meta`` is larger, so every exported store imports back (the largest the raw sources hold is an
+odcv_bench trajectory of ~134 KiB)."""
 
 
 class JSONLimitError(AutomonitorError, ValueError):

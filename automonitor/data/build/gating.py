@@ -24,6 +24,7 @@ from automonitor.data.gates import (
     is_test_code,
     whitespace_equal,
 )
+from automonitor.data.records import meta_problem
 from automonitor.data.sources import REGISTRY, SourcePair, SourceResult
 
 
@@ -163,6 +164,27 @@ def apply_gates(
     return out
 
 
+STEP_META_LIMIT = "dropped: meta over the import limits"
+
+
+def _meta_over_limit(p: SourcePair) -> bool:
+    """Whether a side's stored ``meta`` (the pair's meta with the side's) is outside the importers' limits
+    (:func:`automonitor.data.records.meta_problem`), so an export of it would not import back."""
+    return any(meta_problem({**p.meta, **side}) for side in (p.mis_meta, p.ben_meta))
+
+
+def _within_meta_limits(res: SourceResult) -> SourceResult:
+    """``res`` without the pairs and controls whose ``meta`` the importers would refuse (counted in
+    ``dropped`` as :data:`STEP_META_LIMIT`): the build stores nothing that ``import`` refuses."""
+    kept = [p for p in res.pairs if not _meta_over_limit(p)]
+    controls = [p for p in res.controls if not _meta_over_limit(p)]
+    over = len(res.pairs) - len(kept) + len(res.controls) - len(controls)
+    if over:
+        res.dropped[STEP_META_LIMIT] += over
+        res.pairs, res.controls = kept, controls
+    return res
+
+
 def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[str, SourceResult]:
     """Run every registered importer on ``raw``: one ``progress`` line per source, and one step of stage
     ``sources`` per source when ``progress`` is a :class:`~automonitor.data.build.steps.StageProgress`.
@@ -174,7 +196,7 @@ def load_all(raw: Path, progress: Callable[[str], None] | None = None) -> dict[s
     with stage(progress, "sources", len(REGISTRY)) as step:
         for name, src in REGISTRY.items():
             t0 = time.perf_counter()
-            results[name] = src.load(raw)
+            results[name] = _within_meta_limits(src.load(raw))
             if progress:
                 r = results[name]
                 miss = f", {len(r.missing)} file(s) missing" if r.missing else ""
