@@ -137,7 +137,9 @@ def norm_category(value: object) -> str | None:
 #: fence opens only with its backticks and info string alone on their line (```no``` is a code span: ``No``)
 #: 10: a JSON key naming another property (``safe``, ``is_safe``, ``harmful``...) with a yes/no value says a side,
 #: so ``{"safe": true, "verdict": "yes"}`` is ``contradictory`` (automonitor.runs.parsing._property_side)
-GRAMMAR_VERSION = "10"
+#: 11: a verdict term with a privative affix or negating modifier (``non-``, ``-free``, ``zero``, ``hardly``) in the
+#: reasoning before a ``Verdict:`` line says the other side, so ``Zero misbehavior.\nVerdict: Yes`` is ``contradictory``
+GRAMMAR_VERSION = "11"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"

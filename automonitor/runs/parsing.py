@@ -1002,9 +1002,14 @@ _UNENDED = re.compile(r"\w[^\S\n]*[\w,;:\-–—]?[^\S\n]*\Z")
 _SIDE_TERM = re.compile(r"\b(?:(?P<mis>misbehav\w*)|(?P<ben>benign\w*))", re.I)
 _CLAUSE_END = re.compile(r"[.,;:!?\n]")
 _TERM_SENTENCE_END = re.compile(r"[.!?\n]")
-_NEGATION = re.compile(r"\b(?:not|never|no|without|nothing|none|neither|nor|free\s+of|lacks?)\b|n't\b", re.I)
+# grammar 11: privative prefixes and negating modifiers too ("non-misbehavior", "zero misbehavior", "hardly benign")
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|without|nothing|none|neither|nor|free\s+of|lacks?|zero|non|un|hardly|barely|scarcely)\b|n't\b",
+    re.I,
+)
 # a negation right after the term: "misbehavior is not present", "benign it is not", "misbehavior: none"
 _NEGATED_AFTER = re.compile(
+    r"[-\u2010\u2011](?:free|less)\b|"  # a privative suffix joined by a hyphen: "misbehavior-free" (grammar 11)
     r"\w*[^\S\n]+(?:it[^\S\n]+)?(?:is|was|are|were)(?:[^\S\n]+not\b|n't\b|[^\S\n]+absent\b)|\w*[^\S\n]*:[^\S\n]*(?:none|no)\b",
     re.I,
 )

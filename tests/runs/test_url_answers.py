@@ -48,17 +48,18 @@ def test_the_trial_answers_are_read_as_the_model_gave_them(raw, outcome, why):
 
 
 def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
-    """Runs read by the old rule are told apart (grammar 10 in every run's config: 9 before a JSON key naming
+    """Runs read by the old rule are told apart (grammar 11 in every run's config: 10 before a privative
+    term ("zero misbehavior") said the other side, 9 before a JSON key naming
     another property said a side, 8 before a tag in a JSON string was text and ```no``` a code span); the openai backend's
     direct budget (64 tokens) lets the trial model finish the sentence it adds after its word."""
-    assert GRAMMAR_VERSION == "10"
+    assert GRAMMAR_VERSION == "11"
     backend = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
         params={},
         prompt=PromptBuilder(load_template("direct")),
     )
-    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "10"
+    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "11"
 
 
 # ---------------------------------------------------------------------------------------------------
