@@ -139,6 +139,14 @@ def _caption(rep: ReportLike) -> str:
     )
 
 
+def run_marks(run: RunReport) -> str:
+    """What a run is marked with beside its name, as the plane and the HTML report show it (``answers.marks``:
+    ``lenient parse``, ``legacy score``, ``score disagrees N``, ``errors N%``): `` [lenient parse, errors 20%]``,
+    or ``""`` for a run without marks."""
+    marks = run.answers.marks if run.answers else []
+    return f" [{', '.join(marks)}]" if marks else ""
+
+
 def to_markdown(rep: ReportLike) -> str:
     """GitHub-markdown paper-style table of ``rep`` (a :class:`~automonitor.analysis.report_schema.Report` from ``analysis.report`` or its dict), with a caption line."""
     rep = as_report(rep)
@@ -146,8 +154,10 @@ def to_markdown(rep: ReportLike) -> str:
     head = ["Monitor"] + [f"{c['slice']} {_METRIC[c['metric']]} ({c['template']})" for c in cols]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * len(cols)) + "|"]
 
-    for r in rows:
-        name = md_escape(r["monitor"])
+    marks = {run.run_id: run_marks(run) for run in rep.runs}
+    for r in rows:  # a row's marks: those of its runs (a lenient run is never shown as a strict one)
+        shown = sorted({marks[i] for i in r["runs"] if marks.get(i)})
+        name = md_escape(r["monitor"] + "".join(shown))
         lines.append("| " + " | ".join([name] + [fmt2(r["rates"][c["key"]]) for c in cols]) + " |")
     sections = localisation_markdown(rep) + difficulty_markdown(rep) + metrics_markdown(rep)
     partial = "".join(f"\n{md_escape(line)}\n" for line in coverage_lines(rep))

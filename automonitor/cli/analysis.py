@@ -319,12 +319,15 @@ def _store_built(engine: Engine) -> bool:
 
 def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool) -> Table:
     """MR / FAR per run with intervals: the run id in full (never cut: two runs started in one second share
-    its first 22 characters), monitor, template, view (``run --view``; ``full`` by default), kind, judged
+    its first 22 characters), monitor, template (with the run's marks, as the plane shows them:
+    :func:`automonitor.analysis.report_format.run_marks`), view (``run --view``; ``full`` by default), kind, judged
     (test-set samples with an outcome, unscored included; ``SLICE.n``), unscored, pending (with the run's
     status when it is not finished: ``8 (failed)``), AUROC (with the scored count when not every judged sample
     has a score: :func:`_auroc_cell`), grounding, front, edition (``paper (no build)``
     on a store never built, ``built`` false), FAR on the controls (:data:`CONTROLS_NOTE`). Long cells of
     the other columns wrap, never cut."""
+    from automonitor.analysis import report_format
+
     columns = ("run", "monitor", "template", "view", "kind", "judged", "MR [95% CI]", "FAR [95% CI]", "unscored")
     columns += ("pending", "AUROC", "grounded", "front", "edition", "FAR controls")
     rows = []
@@ -335,7 +338,7 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool) -> 
             (
                 r.run_id,
                 r.monitor,
-                r.template,
+                r.template + report_format.run_marks(r),  # lenient parse, legacy score... (as on the plane)
                 r.view,
                 str(r.kind or ""),
                 str(o.n)

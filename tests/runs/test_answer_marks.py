@@ -67,6 +67,26 @@ def test_report_and_plane_mark_the_runs(engine, marked_runs, tmp_path):
     assert "[lenient parse, legacy score, errors 20%]" in text and "contradictory 2" in text
 
 
+def test_report_text_and_markdown_mark_the_runs(engine, marked_runs):
+    """The report's text (rich tables) and markdown outputs mark a lenient run as the JSON, the HTML report and
+    the plane do (openai_backend's docstring: "marked in the report and on the plane"); a strict run is not."""
+    from automonitor.analysis import report_format
+    from helpers import run_cli_in_process
+
+    errs, contra, lenient = marked_runs
+    rep = analysis.report(engine, n_boot=20)
+    md = report_format.render(rep, "markdown").replace("\\", "")  # names are escaped for markdown
+    rows = {line.split(" | ")[0].lstrip("| "): line for line in md.splitlines() if line.startswith("| openai")}
+    assert any(k.startswith("openai:m2") and "[lenient parse, legacy score, errors 20%]" in k for k in rows), rows
+    assert not any(k.startswith("openai:m ") and "lenient" in k for k in rows), rows
+    url = engine.url.render_as_string(hide_password=False)
+    out = run_cli_in_process(["report", "--n-boot", "20"], db=url, env={"COLUMNS": "400"})
+    assert out.returncode == 0, out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if lenient in ln)
+    assert "lenient parse" in line, line
+    assert all("lenient parse" not in ln for ln in out.stdout.splitlines() if errs in ln or contra in ln)
+
+
 def test_runs_list_and_predictions_say_how_answers_and_scores_were_read(engine, marked_runs):
     from sqlmodel import select
 
