@@ -21,7 +21,7 @@ from automonitor.analysis.encoding import empty_preds
 from automonitor.analysis.memo import memo_block
 from automonitor.analysis.roc_grounding import evidence_run_ids, has_evidence
 from automonitor.analysis.report_cache import blas_one_thread, gc_paused
-from automonitor.analysis.report_schema import ControlsFar, ErrataNote, Report, RunAnswers, SpanVisibility, TestCoverage
+from automonitor.analysis.report_schema import ControlsFar, ErrataNote, Report, RunAnswers, SpanVisibility
 from automonitor.analysis.view_comparison import compare_all, view_groups
 from automonitor.data.monitor_views import is_silent, render, view_of_run
 from automonitor.jsontypes import JSONObject
@@ -155,7 +155,6 @@ def report(
         gold_spans=gold,
     )
     _add_run_extras(engine, rep, editions, controls, invalid)
-    _add_coverage(engine, rep, preds, editions)
     _add_views(engine, rep, runs, preds, editions, opt)
     add_difficulty(engine, rep, all_preds, invalid)
     add_tiers(engine, rep, preds, invalid)
@@ -343,46 +342,6 @@ def _add_run_extras(
         st = stability(engine, entry.run_id)
         if st is not None:
             entry.stability = st
-
-
-def coverage_mark(cov: TestCoverage) -> str:
-    """The mark beside a run that covers part of its edition's test set (``covers 100 of 2,966 test
-    samples``); '' for a run that covers all of it."""
-    return f"covers {cov.covered:,} of {cov.members:,} test samples" if cov.partial else ""
-
-
-def _add_coverage(engine: Engine, rep: Report, preds: pd.DataFrame, editions: dict[str, str]) -> None:
-    """Set each run's ``coverage`` (:class:`TestCoverage`: how many of its edition's test samples it has a
-    prediction for) on ``rep`` in place; a partial run also gets :func:`coverage_mark` in ``answers.marks``,
-    which the text, markdown and HTML reports and the plane show beside it (fresh-user trial 45: 100 imported
-    predictions of 2,966 test samples were drawn and reported as a whole run)."""
-    from store import session_scope
-    from store.queries.samples import edition_test_ids
-
-    if not rep.runs:
-        return
-    members: dict[str, set[str]] = {}
-    with session_scope(engine) as s:
-        for e in {editions.get(r.run_id) or "paper" for r in rep.runs}:
-            members[e] = edition_test_ids(s, e)
-    ids_of = preds.groupby("run_id", sort=False)["sample_id"].unique() if len(preds) else {}
-    for entry in rep.runs:
-        e = editions.get(entry.run_id) or "paper"
-        m = members[e]
-        mine = ids_of[entry.run_id] if entry.run_id in ids_of else []
-        covered = len(m.intersection(mine))
-        cov = TestCoverage(
-            edition=e,
-            members=len(m),
-            covered=covered,
-            share=covered / len(m) if m else None,
-            partial=bool(m) and covered < len(m),
-        )
-        entry.coverage = cov
-        if cov.partial:
-            if entry.answers is None:
-                entry.answers = RunAnswers()
-            entry.answers.marks.append(coverage_mark(cov))
 
 
 def controls_far(outcomes: Iterable[str | float | None], invalid: str = "exclude") -> ControlsFar:

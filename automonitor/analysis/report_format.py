@@ -46,21 +46,6 @@ def errata_lines(rep: ReportLike, editions: Iterable[str] | None = None) -> list
     return out
 
 
-def coverage_lines(rep: ReportLike) -> list[str]:
-    """One plain line per run that covers part of its edition's test set (``coverage.partial``), e.g.
-    ``run imp-1 (Vendor) covers 100 of 2,966 test samples of the paper edition: its rates are on that part
-    only.`` (``[]`` when every run covers its test set). Plain text: escape it for its medium."""
-    out = []
-    for r in as_report(rep).runs:
-        cov = r.coverage
-        if cov is not None and cov.partial:
-            out.append(
-                f"run {r.run_id} ({r.monitor}) covers {cov.covered:,} of {cov.members:,} test samples of the "
-                f"{cov.edition} edition: its rates are on that part only."
-            )
-    return out
-
-
 class PaperColumn(TypedDict):
     """A column of the paper-style table: ``key`` (``<slice>_<metric>_<template>``), the slice's name and
     key, the metric (``mr`` | ``far`` | ``unscored_rate``) and the template."""
@@ -160,8 +145,7 @@ def to_markdown(rep: ReportLike) -> str:
         name = md_escape(r["monitor"] + "".join(shown))
         lines.append("| " + " | ".join([name] + [fmt2(r["rates"][c["key"]]) for c in cols]) + " |")
     sections = localisation_markdown(rep) + difficulty_markdown(rep) + metrics_markdown(rep)
-    partial = "".join(f"\n{md_escape(line)}\n" for line in coverage_lines(rep))
-    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + partial + sections
+    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + sections
 
 
 def run_metric_table(rep: Report) -> tuple[list[str], list[dict[str, str]]]:

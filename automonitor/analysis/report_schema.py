@@ -276,19 +276,6 @@ class RunAnswers(_Model):
     marks: list[str] = Field(default_factory=list)
 
 
-class TestCoverage(_Model):
-    """How much of its edition's test set a run covers: ``members`` test samples in the edition (what
-    ``automonitor run`` judges), ``covered`` of them with a prediction of the run (pending included),
-    ``share`` = covered / members (``None`` with no members) and ``partial`` (covered < members: an imported
-    file of part of the test set, or a run of a subset; the report and the plane mark it)."""
-
-    edition: str
-    members: int
-    covered: int
-    share: Rate = None
-    partial: bool = False
-
-
 class RunReport(_Model):
     """One run of the report (the contract's RUN plus extras).
 
@@ -335,7 +322,6 @@ class RunReport(_Model):
     baselines_edition: str | None = None
     view: str = "full"  # the monitor view the run was judged under (``run --view``)
     answers: RunAnswers | None = None
-    coverage: TestCoverage | None = None  # how much of its edition's test set the run covers
     # the registered run metrics (:mod:`automonitor.analysis.run_metrics`), {name: value in its JSON form};
     # absent when no metric is registered
     metrics: dict[str, JSONValue] | None = None

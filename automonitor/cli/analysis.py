@@ -280,7 +280,7 @@ def _print_rich(rep: Report, engine: Engine) -> None:
             f"edition {edition_text('paper', built)}: this store was never built (`automonitor build`), so the "
             "paper edition is every gold test sample, as `stats` says"
         )
-    for line in report_format.errata_lines(rep) + report_format.coverage_lines(rep):
+    for line in report_format.errata_lines(rep):
         con.print(line)
     con.print(f"Pareto front: {', '.join(r.run_id for r in rep.runs if r.run_id in front) or '-'}")
     if hollow:
@@ -341,12 +341,7 @@ def _runs_table(rep: Report, front: set[str], hollow: set[str], built: bool) -> 
                 r.template + report_format.run_marks(r),  # lenient parse, legacy score... (as on the plane)
                 r.view,
                 str(r.kind or ""),
-                str(o.n)
-                + (
-                    f" ({r.coverage.covered:,} of {r.coverage.members:,} test)"
-                    if r.coverage and r.coverage.partial
-                    else ""
-                ),
+                str(o.n),
                 _pct(o.mr) + _ci(o.mr_ci),
                 _pct(o.far) + _ci(o.far_ci),
                 f"{o.unscored} ({_pct(o.unscored_rate)})",
@@ -469,13 +464,5 @@ def predictions_import(
     err_console.print(
         f"{verb} run {res['run_id']}: {res['n']} predictions from {file} "
         f"(monitor {res['monitor']}, template {res['template']})"
-    )
-    cov = res["coverage"]
-    partial = cov["test"] < cov["test_members"]
-    err_console.print(
-        f"{'warning: ' if partial else ''}the file covers {cov['test']:,} of the {cov['test_members']:,} test "
-        f"samples of the {cov['edition']} edition and {cov['controls']:,} of the {cov['controls_members']:,} "
-        "controls" + ("; the report marks the run as covering part of the test set" if partial else ""),
-        style="yellow" if partial else None,
     )
     typer.echo(res["run_id"])

@@ -178,17 +178,14 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
         template: a prompt template name of the vocabulary; default ``direct`` (a plain verdict).
     Returns:
         ``{"run_id", "monitor", "template", "kind": "imported", "status": "imported", "n", "counts":
-        {outcome: int}, "scores": int, "evidence": int, "created": bool, "coverage": {"edition", "test",
-        "test_members", "controls", "controls_members"}}`` (``created`` is False when the same file was
-        already imported for this monitor and template; ``coverage``: how many of the ``paper`` edition's test
-        samples and of the controls the file has a verdict for, and how many there are).
+        {outcome: int}, "scores": int, "evidence": int, "created": bool}`` (``created`` is False when the
+        same file was already imported for this monitor and template).
     Raises:
         InputError (exit 2) for any bad input; the store is unchanged.
     """
     from store import session_scope
     from store.queries import analysis as q
     from store.queries.locks import begin_serialised_write
-    from store.queries.samples import control_ids, edition_test_ids
 
     file = str(path)
     monitor, template = _check_options(monitor, template)
@@ -241,8 +238,6 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
                 rows=rows,
             )
             created = True
-        test_ids, controls = edition_test_ids(s, "paper"), control_ids(s)
-    ids = {r["sample_id"] for r in rows}
     return {
         "run_id": run_id,
         "monitor": monitor,
@@ -254,11 +249,4 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
         "scores": sum(1 for r in rows if r["score"] is not None),
         "evidence": sum(1 for r in rows if r["evidence"]),
         "created": created,
-        "coverage": {
-            "edition": "paper",
-            "test": len(ids & test_ids),
-            "test_members": len(test_ids),
-            "controls": len(ids & controls),
-            "controls_members": len(controls),
-        },
     }

@@ -91,17 +91,6 @@ def edition_filter(session: Session, edition: str) -> list[sa.ColumnElement[bool
     return edition_conditions(session, edition, table_of(Sample))
 
 
-def edition_test_ids(session: Session, edition: str) -> set[str]:
-    """Ids of the test samples of ``edition`` (:func:`edition_filter`: what ``automonitor run`` judges)."""
-    return set(session.scalars(sa.select(col(Sample.id)).where(*edition_filter(session, edition))))
-
-
-def control_ids(session: Session) -> set[str]:
-    """Ids of the controls slice (gold, split ``controls``)."""
-    q = sa.select(col(Sample.id)).where(col(Sample.split) == CONTROLS_SPLIT, col(Sample.status) == "gold")
-    return set(session.scalars(q))
-
-
 def control_samples(session: Session) -> list[SampleKey]:
     """The controls slice (gold, split ``controls``): dicts with id, pair_id, category, task, label,
     content_hash, id order."""
