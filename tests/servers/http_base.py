@@ -89,8 +89,15 @@ def send_json(h: BaseHTTPRequestHandler, status: int, obj, headers: dict | None 
     data = json.dumps(obj).encode()
     if truncate:
         data = data[: max(1, len(data) // 2)]
+    send_bytes(h, status, data, "application/json", headers)
+
+
+def send_bytes(
+    h: BaseHTTPRequestHandler, status: int, data: bytes, content_type: str, headers: dict | None = None
+) -> None:
+    """Send ``data`` as the whole body with its ``content-type`` and ``content-length``."""
     h.send_response(status)
-    h.send_header("content-type", "application/json")
+    h.send_header("content-type", content_type)
     h.send_header("content-length", str(len(data)))
     for k, v in (headers or {}).items():
         h.send_header(k, str(v))

@@ -48,7 +48,7 @@ import threading
 import time
 from collections import Counter
 
-from .http_base import LoopbackServer, send_json
+from .http_base import LoopbackServer, send_bytes, send_json
 
 YES_MARKERS = (
     "os.system",
@@ -289,13 +289,7 @@ class OpenAIFaultServer(LoopbackServer):
                 return
             if action == "html502":  # a proxy's HTML error page in front of the judge
                 page = b"<html><head><title>502 Bad Gateway</title></head><body><h1>502 Bad Gateway</h1></body></html>"
-                h.send_response(502)
-                h.send_header("content-type", "text/html")
-                h.send_header("content-length", str(len(page)))
-                h.end_headers()
-                h.wfile.write(page)
-                h.wfile.flush()
-                return
+                return send_bytes(h, 502, page, "text/html")
             if action == "quota":  # OpenAI's answer for an account without credit: a 429 that no retry fixes
                 return send_json(
                     h,
@@ -314,14 +308,7 @@ class OpenAIFaultServer(LoopbackServer):
                     h, 400, {"error": {"message": "Invalid request: bad content", "type": "invalid_request_error"}}
                 )
             if action == "405":  # a server that does not serve this route's method: a plain-text body
-                data = b"Method Not Allowed"
-                h.send_response(405)
-                h.send_header("content-type", "text/plain")
-                h.send_header("content-length", str(len(data)))
-                h.end_headers()
-                h.wfile.write(data)
-                h.wfile.flush()
-                return None
+                return send_bytes(h, 405, b"Method Not Allowed", "text/plain")
             if action == "429":
                 return send_json(
                     h,
