@@ -487,3 +487,25 @@ def param_values() -> Any:
         lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
         max_leaves=6,
     )
+
+
+NOWHERE_URL = "http://127.0.0.1:9/v1"  # a loopback port nothing listens on: never contacted
+
+
+def pending_batch_run(engine, monkeypatch, section: str | None = None, **values: object) -> str:
+    """A pending OpenAI batch run over 2 new pairs (``OPENAI_API_KEY`` set to a dummy for the test), its base URL a
+    port nothing listens on; with ``section`` (``"batch"``, ``"judge"``), ``values`` are written into that part of
+    the stored params straight into the store, past the CLI's checks. Returns the run id."""
+    from automonitor.runs import batch, runner
+    from servers.data import add_pairs
+    from store.models import Run
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
+    add_pairs(engine, 2)
+    rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url=NOWHERE_URL)
+    batch.enable(engine, rid, poll_s=0.01)
+    if section:
+        with session_scope(engine) as s:
+            run = s.get(Run, rid)
+            run.params = {**run.params, section: {**run.params[section], **values}}
+    return rid

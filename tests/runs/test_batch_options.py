@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from automonitor.errors import InputError
 from automonitor.runs import runner
 from automonitor.runs.params import BATCH_PARAMS, batch_settings
-from helpers import declared_ok, param_values, run_cli
+from helpers import declared_ok, param_values, pending_batch_run, run_cli
 from servers.data import add_pairs
 from store import session_scope
 from store.models import Run
@@ -61,21 +61,6 @@ def _counts(engine) -> tuple[int, int]:
             c.execute(sa.text("select count(*) from run")).scalar(),
             c.execute(sa.text("select count(*) from prediction")).scalar(),
         )
-
-
-def _batch_run_storing(engine, monkeypatch, key: str, value: object) -> str:
-    """A pending OpenAI batch run of 2 pairs whose stored batch state holds ``key: value`` (written straight into
-    the store, past the CLI's checks); returns its id."""
-    from automonitor.runs import batch
-
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    add_pairs(engine, 2)
-    rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url=NOWHERE)
-    batch.enable(engine, rid, poll_s=0.01)
-    with session_scope(engine) as s:
-        run = s.get(Run, rid)
-        run.params = {**run.params, "batch": {**run.params["batch"], key: value}}
-    return rid
 
 
 def _batch_run(db_url: str, *extra: str):
@@ -172,7 +157,7 @@ def test_batch_size_is_bounded_by_the_providers_documented_limit(db_url, engine,
 def test_a_stored_batch_size_over_the_providers_limit_stops_the_resume(db_url, engine, monkeypatch):
     """A batch run whose stored part size is over its provider's limit (a run created before the bound, or
     written into the store): ``--resume`` exits 2 naming ``batch_size`` and the run before anything changes."""
-    rid = _batch_run_storing(engine, monkeypatch, "size", 60_000)
+    rid = pending_batch_run(engine, monkeypatch, "batch", size=60_000)
     r = run_cli(["run", "--resume", rid, "--json"], db=db_url, env={"OPENAI_API_KEY": "sk-test-not-a-key"})
     assert r.returncode == 2 and "--param batch_size" in r.stderr and "50000" in r.stderr and rid in r.stderr
     assert runner.run_info(engine, rid)["status"] == "pending"
@@ -202,7 +187,7 @@ def test_a_stored_batch_option_now_refused_stops_the_resume_before_anything_chan
     """A batch run whose stored state holds a value the rule refuses (written straight into the store):
     ``--resume`` exits 2 naming the option and the run; the run stays pending, unleased, nothing judged.
     Fails on the main before this rule (``int("abc")`` raised a bare ``ValueError`` after the lease)."""
-    rid = _batch_run_storing(engine, monkeypatch, key, bad)
+    rid = pending_batch_run(engine, monkeypatch, "batch", **{key: bad})
     with pytest.raises(InputError) as exc:
         runner.execute_run(engine, rid)
     assert exc.value.field == field and rid in exc.value.message

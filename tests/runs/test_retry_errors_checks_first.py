@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from automonitor.errors import InputError
 from automonitor.runs import runner
 from automonitor.runs.params import RUNNER_PARAMS, runner_settings
-from helpers import param_values, run_cli
+from helpers import param_values, pending_batch_run, run_cli
 from servers.data import add_pairs
 from store import session_scope
 from store.models import Run
@@ -78,12 +78,7 @@ def test_retry_errors_refuses_a_stored_parameter_and_changes_nothing(db_url, eng
 
 
 def test_retry_errors_refuses_a_stored_batch_option_and_changes_nothing(db_url, engine, monkeypatch):
-    from automonitor.runs import batch
-
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    add_pairs(engine, 2)
-    rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url=NOWHERE)
-    batch.enable(engine, rid, poll_s=0.01)
+    rid = pending_batch_run(engine, monkeypatch)
     with session_scope(engine) as s:  # a finished batch run: its verdicts written by the collect step
         s.execute(sa.text("update prediction set outcome = 'benign' where run_id = :r"), {"r": rid})
         s.execute(sa.text("update run set status = 'finished' where id = :r"), {"r": rid})
@@ -97,15 +92,7 @@ def test_retry_errors_refuses_a_stored_batch_option_and_changes_nothing(db_url, 
 def test_a_batch_run_resume_refuses_a_stored_runner_parameter_before_its_lease(engine, monkeypatch):
     """The batch path reads the stored runner parameters through the same rule as the live runner (before, it
     never checked them: ``max_attempts: 3.0`` went on to submit)."""
-    from automonitor.runs import batch
-
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-key")
-    add_pairs(engine, 2)
-    rid = runner.create_run(engine, "openai:gpt-4o-mini", "direct", base_url=NOWHERE)
-    batch.enable(engine, rid, poll_s=0.01)
-    with session_scope(engine) as s:
-        run = s.get(Run, rid)
-        run.params = {**run.params, "judge": {**run.params["judge"], "max_attempts": 3.0}}
+    rid = pending_batch_run(engine, monkeypatch, "judge", max_attempts=3.0)
     before = _snapshot(engine, rid)
     with pytest.raises(InputError) as exc:
         runner.execute_run(engine, rid)
