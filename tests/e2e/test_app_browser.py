@@ -159,8 +159,11 @@ def test_click_pareto_point_then_cell_then_sample(bpage, server, store):
     assert "r001" in rep["pareto"], rep["pareto"]  # the evidence run is on the front
     goto(bpage, server, "tradeoff", min_n="1", paper="1")  # the seeded runs judge ~56 samples (< default 100)
     bpage.wait_for_selector(".js-plotly-plot .scatterlayer .point")
-    text = bpage.locator("main").inner_text()
-    assert "Pearson r" in text and "Pareto front" in text and "secondary summary" in text
+    # the chart is drawn before the script run reaches the metrics under it: wait for the run to finish
+    wait_app(bpage)
+    main = bpage.locator("main")
+    for words in ("Pearson r", "Pareto front", "secondary summary"):
+        expect(main).to_contain_text(words)
     shot(bpage, "tradeoff")
     x, y = _front_point(bpage, "r001")
     bpage.mouse.move(x, y)
