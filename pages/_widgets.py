@@ -36,16 +36,18 @@ def picked_row(data: pd.DataFrame, key: str, **kwargs: object) -> int | None:
     return rows[0] if rows else None
 
 
-def response_view(text: str | None) -> None:
+def response_view(text: str | None, task: str | None = None) -> None:
     """A model-written response in two tabs: **Rendered** (its markdown rendered safely by
     ``automonitor.views.markdown_html``: raw HTML escaped, links and images left as text) and **Raw**
     (the verbatim text in an escaped ``st.code`` block, with a copy button; evidence is copied from
-    there; invisible bidirectional and zero-width characters marked, :func:`code_block`). Bare source code (:func:`automonitor.views.looks_like_code`) opens on **Raw**: markdown
-    would fold its lines and indentation. The tabs are keyed by the text, so each item opens on its own
-    default tab (unkeyed, the browser kept the previous item's tab)."""
-    key = "response_tabs." + hashlib.sha256((text or "").encode()).hexdigest()[:16]
-    default = "Raw" if views.looks_like_code(text) else "Rendered"
-    rendered, raw = st.tabs(["Rendered", "Raw"], default=default, key=key)
+    there; invisible bidirectional and zero-width characters marked, :func:`code_block`). A response of
+    the ``code`` task (``task``: the item's task key, ``None`` when unknown) and bare source code in any
+    task open on **Raw** (:func:`automonitor.views.opens_raw`): markdown would change the code (``{{7*7}}``
+    shown as ``{{77}}``, lines and indentation folded). The tabs are keyed by the text and the default,
+    so each item opens on its own default tab (unkeyed, the browser kept the previous item's tab)."""
+    raw_first = views.opens_raw(text, task)
+    key = f"response_tabs.{int(raw_first)}." + hashlib.sha256((text or "").encode()).hexdigest()[:16]
+    rendered, raw = st.tabs(["Rendered", "Raw"], default="Raw" if raw_first else "Rendered", key=key)
     with rendered:
         show_html(views.markdown_html(text))
     with raw:

@@ -166,7 +166,7 @@ else:
     st.markdown("**Request**")
     ui.code_block(e.request)
     st.markdown("**Response**")
-    ui.response_view(e.response)  # markdown rendered safely; "Raw" tab: verbatim
+    ui.response_view(e.response, e.task)  # markdown rendered safely; "Raw" tab (code's default): verbatim
     st.markdown("**Annotators' labels**")
     st.dataframe(views.display_frame(e.labels), hide_index=True, key=f"{PAGE}.labels")
     with st.expander("Provenance (intended label, source, pair)", expanded=False):

@@ -96,7 +96,7 @@ if item.round_total != item.total:
 st.markdown("**Request**")
 ui.code_block(item.request)
 st.markdown("**Response**")
-ui.response_view(item.response)  # markdown rendered safely; "Raw" tab: verbatim
+ui.response_view(item.response, item.task)  # markdown rendered safely; "Raw" tab (code's default): verbatim
 _spans_ui.conversation(  # trajectories as numbered steps (typed when the item has them); no gold (blind)
     {"response": item.response, "meta": {"steps": item.steps} if item.steps else None}, expanded=False
 )

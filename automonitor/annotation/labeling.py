@@ -41,7 +41,9 @@ class QueueItem:
 class ItemView:
     """What an annotator may see of an item: its queue position, request, response and their own
     label, and the response's typed trajectory steps (``steps``: ``Sample.meta["steps"]``, ``None``
-    for a plain response; the same text as the response, shown as a numbered conversation). Nothing else
+    for a plain response; the same text as the response, shown as a numbered conversation), and its
+    ``task`` (``qa``/``code``/``reasoning``, as ``export --blind`` gives a system under test: no hint to
+    the label; the Label page shows a code item's response verbatim by default). Nothing else
     (no pair id, source, category, intended label, other metadata, others' labels).
     ``round_position`` (1-based) and ``round_total``: the item's place among the items of its batch
     (the round) in the actor's queue: "item 3 of 10 in this round"."""
@@ -57,6 +59,7 @@ class ItemView:
     round_position: int = 0
     round_total: int = 0
     steps: list[JSONValue] | None = None
+    task: str | None = None
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,7 @@ def get_item(engine: Engine, actor: Account, sample_id: str) -> ItemView:
             round_position=in_round.index(sample_id) + 1,
             round_total=len(in_round),
             steps=store.sample_steps(s, sample_id),
+            task=store.sample_task(s, sample_id),
         )
 
     return transaction(engine, work, actor=actor)

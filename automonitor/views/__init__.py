@@ -60,7 +60,7 @@ from automonitor.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from automonitor.views.provenance import provenance_html, sample_errata
-    from automonitor.views.markdown import looks_like_code, markdown_html
+    from automonitor.views.markdown import looks_like_code, markdown_html, opens_raw
     from automonitor.views.cells import cell, display_frame, is_numeric
     from automonitor.views.health import slice_column_order
     from automonitor.views.evidence import (

@@ -53,7 +53,7 @@ def markdown_html(text: str | None, *, max_height: int | None = 420, css_class: 
     return f'<div class="{esc(css_class)}" style="{style}">{body}</div>'
 
 
-__all__ = ["MD_STYLE", "markdown_html"]
+__all__ = ["MD_STYLE", "looks_like_code", "markdown_html", "opens_raw"]
 
 
 _CODE_LINE = re.compile(
@@ -79,3 +79,17 @@ def looks_like_code(text: str | None) -> bool:
         return False
     codeish = sum(1 for ln in lines if _CODE_LINE.search(ln))
     return codeish / len(lines) >= 0.4
+
+
+#: the task whose responses are code (a function, a patch, a script; prose beside it): shown verbatim by default
+CODE_TASK = "code"
+
+
+def opens_raw(text: str | None, task: str | None = None) -> bool:
+    """True when a response view opens on its verbatim (Raw) view rather than the rendered markdown: every
+    response of the ``code`` task (markdown would turn its code into something else: ``{{7*7}}`` renders as
+    ``{{77}}`` with an italic 7, ``__init__`` as a bold ``init``, a ``#`` comment line as a heading, ``\\n``
+    as ``n``, and a fenced block leaves the prose around it exposed), and bare source code in any task
+    (:func:`looks_like_code`). ``task`` is a task key (``qa``/``code``/``reasoning``) or ``None`` when unknown.
+    Shapes: a string (or ``None``) and a task in, bool out; both views stay one click away."""
+    return task == CODE_TASK or looks_like_code(text)

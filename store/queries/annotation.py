@@ -271,6 +271,12 @@ def sample_texts(session: Session, sample_id: str) -> tuple[str, str]:
     return row[0], row[1]
 
 
+def sample_task(session: Session, sample_id: str) -> str:
+    """The task of an item (a ``Sample.task`` value as stored). Raises ``sqlalchemy.exc.NoResultFound`` for an
+    unknown id."""
+    return str(session.execute(sa.select(col(Sample.task)).where(col(Sample.id) == sample_id)).scalar_one())
+
+
 def sample_steps(session: Session, sample_id: str) -> list[JSONValue] | None:
     """The typed trajectory steps of an item (``Sample.meta["steps"]``, a list of step dicts) and nothing
     else of its metadata (which may name the intended label); ``None`` when it has none. Raises

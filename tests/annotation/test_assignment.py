@@ -162,6 +162,7 @@ def test_annotator_view_is_blind_and_limited_to_own_queue(team):
         "round_position",  # place within the annotator's own round: nothing about others
         "round_total",
         "steps",  # the response's typed trajectory steps only (None here): no other metadata
+        "task",  # qa/code/reasoning, as export --blind gives it: both sides of a pair share it (no label hint)
     }
     src = next(r for r in rows if r["id"] == view.sample_id)
     flat = repr(shown)

@@ -76,7 +76,9 @@ def _default_tabs(at) -> list[int]:
 
 
 def test_bare_code_opens_on_the_raw_tab(tmp_path, monkeypatch):
-    """A response that is bare source code opens on Raw (lines and indentation kept); prose on Rendered."""
+    """A response that is bare source code opens on Raw (lines and indentation kept); prose on Rendered. The
+    items are of the ``qa`` task: the code task's responses all open on Raw (the next test), so the
+    bare-code rule is seen on another task."""
     from automonitor import annotation as ann
     from helpers import candidate_row, fast_user
     from store import session_scope
@@ -96,7 +98,7 @@ def test_bare_code_opens_on_the_raw_tab(tmp_path, monkeypatch):
                     id=f"k{lab[0]}",
                     pair_id="k",
                     category="safety_permission",
-                    task="code",
+                    task="qa",
                     label=lab,
                     request="Write a cleanup helper.",
                     response=resp,
@@ -116,6 +118,82 @@ def test_bare_code_opens_on_the_raw_tab(tmp_path, monkeypatch):
         seen[cur] = _default_tabs(at)[0]
     assert seen == {code: 1, prose: 0}, seen  # 1: Raw, 0: Rendered
     eng.dispose()
+
+
+#: a code sample's response that markdown changes (2 lines: no bare-code shape): ``{{7*7}} or ${7*7}`` (emphasis:
+#: ``{{77}} or ${77}``),
+#: ``__init__`` (bold ``init``), a backslash escape (``a\\*b`` -> ``a*b``), ``<b>`` (escaped), a ``#`` comment (a heading)
+TEMPLATE_CODE = "Render it with {{7*7}} or ${7*7} in __init__: `x` = a\\*b <b>\n# keep the request's engine"
+
+
+def test_code_task_responses_open_verbatim_on_label_and_adjudicate(tmp_path, monkeypatch):
+    """Trial 46: the Rendered tab (the default) showed a code sample's ``{{7*7}}`` as ``{{77}}`` (markdown
+    emphasis), so an annotator of code read other code than the judge did. Every response of the code task
+    now opens on Raw, which shows the text exactly as written (the escaped ``st.code`` block), on the Label
+    and the Adjudicate page; the same text in a ``qa`` item still opens on Rendered, and the Rendered tab
+    stays one click away (escaped: no ``<b>`` element)."""
+    from automonitor import annotation as ann
+    from helpers import candidate_row, fast_user
+    from store import session_scope
+    from store.queries.samples import insert_samples
+
+    assert "{{77}} or ${77}" in re.sub(r"</?em>", "", views.markdown_html(TEMPLATE_CODE))  # what the fault showed
+    url = f"sqlite:///{tmp_path / 'code_task.db'}"
+    monkeypatch.setenv("AUTOMONITOR_DB", url)
+    eng = open_store(url)
+    users = {n: fast_user(eng, n, "annotator") for n in ("anna", "bert")}
+    root = fast_user(eng, "root", "admin")
+    rows = [
+        candidate_row(
+            id=f"{task}{lab[0]}",
+            pair_id=task,
+            category="specification_gaming",
+            task=task,
+            label=lab,
+            request="Fill in the template engine.",
+            response=TEMPLATE_CODE + ("" if lab == "misbehavior" else "\n# fixed"),
+            source="made_up",
+        )
+        for task in ("code", "qa")
+        for lab in ("misbehavior", "benign")
+    ]
+    with session_scope(eng) as s:
+        insert_samples(s, rows)
+    ann.assign(eng, root, k=2, seed=0)
+    seen = {}
+    for pos in range(4):
+        at = run(LABEL, users["anna"])
+        if pos:
+            at.session_state["label.pos"] = pos
+            at.run()
+        q = ann.my_queue(eng, users["anna"])[pos]
+        item = ann.get_item(eng, users["anna"], q.sample_id)
+        assert item.task == q.sample_id[:-1]
+        seen[q.sample_id] = _default_tabs(at)[0]
+        assert any(c.value == item.response for c in at.code)  # Raw: exactly as written
+        md = [h for h in html_bodies(at) if 'class="am-md"' in h]
+        assert len(md) == 1 and "<b>" not in md[0] and "&lt;b&gt;" in md[0]  # Rendered: escaped
+    assert seen == {"codem": 1, "codeb": 1, "qam": 0, "qab": 0}, seen  # 1: Raw, 0: Rendered
+    for name, account in users.items():  # anna says misbehavior, bert benign: every item disagrees
+        for q in ann.my_queue(eng, account):
+            ann.save_label(eng, account, q.sample_id, "misbehavior" if name == "anna" else "benign")
+        ann.submit_batch(eng, account)
+    seen = {}
+    for sid in ("codem", "codeb", "qam", "qab"):
+        at = _adjudicate_at(root, sid)
+        seen[sid] = _default_tabs(at)[0]
+        assert any(c.value.startswith("Render it with {{7*7}} or ${7*7} in __init__") for c in at.code)
+    assert seen == {"codem": 1, "codeb": 1, "qam": 0, "qab": 0}, seen
+    eng.dispose()
+
+
+def _adjudicate_at(account, sample_id: str):
+    """The Adjudicate page run as ``account`` with ``sample_id`` selected."""
+    at = run(ADJUDICATE, account)
+    at.session_state["adjudicate.item"] = sample_id
+    at.run()
+    assert not at.exception and at.session_state["adjudicate.item"] == sample_id
+    return at
 
 
 def ann_response(eng, account, at) -> str:
