@@ -18,6 +18,7 @@ from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
+    from automonitor.runs.runner.options import RunOptions
     from store.queries.rowtypes import RunRow
 
 
@@ -144,8 +145,9 @@ def run_cmd(
         if not retry_errors and not quiet:
             _say_if_nothing_pending(engine, run_id)
     else:
-        options = {"limit": limit, "sample_seed": sample_seed, "base_url": base_url, "concurrency": concurrency or 8}
-        run_opts = options | {"reuse": reuse, "edition": edition, "view": view, "sources": source or None}
+        run_opts: RunOptions = {"limit": limit, "sample_seed": sample_seed, "base_url": base_url}
+        run_opts |= {"concurrency": concurrency or 8, "reuse": reuse, "edition": edition, "view": view}
+        run_opts["sources"] = source or None
         run_id = new_run(engine, monitor, template, params, run_opts, controls, repeat, batch)
         if not quiet:
             err_console.print(f"run {run_id}")
@@ -283,7 +285,7 @@ def new_run(
     monitor: str | None,
     template: str | None,
     params: dict[str, Any],
-    options: dict[str, Any],
+    options: RunOptions,
     controls: bool,
     repeat: int | None,
     batch: bool,
@@ -331,7 +333,8 @@ def new_run(
                 field="batch",
             )
         batch_opts = batch_settings(given, provider)  # the provider's own limit of requests per batch
-    run_id = runner.create_run(engine, monitor, template, params=params, controls=controls, **options)
+    every: RunOptions = {**options, "params": params, "controls": controls}
+    run_id = runner.create_run(engine, monitor, template, **every)
     if batch:
         batch_mod.enable(engine, run_id, poll_s=batch_opts.batch_poll, size=batch_opts.batch_size)
     return run_id

@@ -271,6 +271,29 @@ def test_estimate_counts_the_view_samples_and_texts(engine):
     assert reasoning["prompt_tokens"] < full["prompt_tokens"]
 
 
+def test_estimate_takes_the_words_of_the_run_it_estimates(engine):
+    """The run's options are declared once (``runner.RunOptions``): an estimate asked with a run's words
+    counts that run's samples, ``sources`` included (before, ``estimate_run`` had no ``sources`` and counted
+    every source), and a word that is no option is refused by both, as Python refuses an unknown keyword,
+    with nothing written."""
+    rows = add_view_samples(engine)  # 4 aisi, 3 odcv and 3 xstest pairs
+    options: runner.RunOptions = {"sources": ["xstest"], "sample_seed": 1, "concurrency": 2}
+    est = runner.estimate_run(engine, "rules", "direct", **options)
+    with Session(engine) as s:
+        run = s.get(Run, runner.create_run(engine, "rules", "direct", **options))
+        assert run is not None and run.params["sources"] == ["xstest"] and run.params["concurrency"] == 2
+        judged = s.exec(select(Prediction.sample_id).where(Prediction.run_id == run.id)).all()
+    assert est["n"] == run.n == len(judged) == 6 and {rows[sid]["source"] for sid in judged} == {"xstest"}
+    assert runner.estimate_run(engine, "rules", "direct")["n"] == 20
+    with Session(engine) as s:
+        before = len(s.exec(select(Run)).all())
+    for call in (runner.estimate_run, runner.create_run):
+        with pytest.raises(TypeError, match="'limt'"):
+            call(engine, "rules", "direct", limt=3)
+    with Session(engine) as s:
+        assert len(s.exec(select(Run)).all()) == before
+
+
 def _train_rows() -> list[dict]:
     """The view samples' three sources again, as a train split (few-shot candidates)."""
     from servers.views_data import aisi

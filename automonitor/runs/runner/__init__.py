@@ -71,6 +71,7 @@ from automonitor.runs.runner.create import create_run
 from automonitor.runs.runner.estimate import estimate_run
 from automonitor.runs.runner.execute import execute_run
 from automonitor.runs.runner.launch import launch_detached
+from automonitor.runs.runner.options import RunOptions
 from automonitor.runs.status import cancel_run, retry_errors, run_info
 
 __all__ = [
@@ -78,6 +79,7 @@ __all__ = [
     "execute_run",
     "retry_errors",
     "estimate_run",
+    "RunOptions",
     "cancel_run",
     "launch_detached",
     "cache_key",

@@ -4,7 +4,7 @@ with one pending prediction per sample (and repeat)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -25,6 +25,7 @@ from automonitor.runs.params import (
     redact_url,
     repeat_count,
 )
+from automonitor.runs.runner.options import RunOptions, with_defaults
 from automonitor.runs.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from store import session_scope
 from store.models import Run
@@ -44,52 +45,16 @@ class _Selection:
     without_view: dict[str, int] | None = None
 
 
-def create_run(
-    engine: Engine,
-    monitor: str,
-    template: str,
-    *,
-    limit: int | None = None,
-    sample_seed: int = 0,
-    base_url: str | None = None,
-    concurrency: int = 8,
-    params: dict[str, Any] | None = None,
-    reuse: bool = False,
-    edition: str = "paper",
-    controls: bool = True,
-    view: str = "full",
-    sources: list[str] | None = None,
-) -> str:
+def create_run(engine: Engine, monitor: str, template: str, **options: Unpack[RunOptions]) -> str:
     """Create a run with one pending prediction per selected test sample; returns the run id.
 
     Args:
         monitor: ``BACKEND[:MODEL]`` (``rules``, ``llamacpp``, ``openai``, ``anthropic``).
         template: ``direct`` | ``evidence`` | ``direct-fewshot`` | ``evidence-fewshot``.
-        limit: stratified subset size (category x task x label, pairs kept together), ``None`` = all.
-        sample_seed: seed of the subset choice.
-        base_url: server URL for ``openai``/``anthropic`` (OpenAI-compatible servers, replay servers);
-            stored with its secrets redacted (:func:`automonitor.runs.params.redact_url`: query values such
-            as ``key``/``token``/``sig`` become ``***``; pass the real URL to ``execute_run``). A URL with
-            userinfo credentials (``user:key@host``) is refused.
-        concurrency: maximum concurrent judge calls (>= 1).
-        params: backend/runner parameters (e.g. ``structured``, ``max_tokens``, ``max_attempts``,
-            ``timeout``, ``fewshot_k``, ``repeat``); never API keys. ``repeat`` K (1..50, default 1)
-            judges each sample K times: predictions with repeat index 0..K-1, repeat k sent with seed
-            ``seed + k`` (backends with a seed) and cached under its own key (repeat 0 has the plain
-            key, so a K-repeat run reuses a single run's verdicts and vice versa).
-        reuse: return the id of an existing run with the same monitor, template (same hash), base URL,
-            parameters, few-shot examples and exactly the same samples, if there is one (any status:
-            an unfinished one is then resumed by ``execute_run``), instead of creating a new run. The
-            look-up and the insert are one serialised write (:func:`store.queries.locks.begin_serialised_write`),
-            so two ``reuse`` creations started together make one run.
-        edition: test-set edition judged (``paper`` | ``verified``), recorded as ``run.edition``.
-        controls: also judge the benign-only ``controls`` slice when the store has one (with ``limit``,
-            a seeded subset of the same share); reports give FAR on controls separately.
-        view: the monitor view (:mod:`automonitor.data.monitor_views`): the monitor is shown each
-            sample's rendering under it; only samples that have the view are judged (the others are counted
-            in ``Run.params["without_view"]`` by source), ``limit`` drawn among them. Recorded as
-            ``Run.params["view"]``; part of the cache key.
-        sources: judge only the samples of these sources (``None``: all).
+        options: the run's keyword options (:class:`~automonitor.runs.runner.options.RunOptions`: ``limit``,
+            ``sample_seed``, ``params``, ``edition``, ``controls``, ``view``, ``sources``, ``base_url``,
+            ``concurrency``, ``reuse``), the same words :func:`~automonitor.runs.runner.estimate.estimate_run`
+            takes.
 
     Raises:
         InputError: unknown backend/template/view, bad limit/concurrency, a runner parameter of the wrong
@@ -97,18 +62,21 @@ def create_run(
             key, too few train samples for a few-shot template, a source named in ``sources`` that has no
             sample in the edition or lacks the part ``view`` needs (the message names source and part), no
             sample with the view. Nothing is written in that case.
+        TypeError: a keyword that is no run option.
     """
+    o = with_defaults(options)
+    limit, base_url, concurrency, view = o["limit"], o["base_url"], o["concurrency"], o["view"]
     spec = parse_monitor_spec(monitor)
     tpl = load_template(template)
-    params, repeat = _checked_options(spec, dict(params or {}), limit, concurrency, base_url)
+    params, repeat = _checked_options(spec, dict(o["params"] or {}), limit, concurrency, base_url)
     check_view(view)
     from store.queries.samples import check_edition
 
-    check_edition(edition)
+    check_edition(o["edition"])
     with session_scope(engine) as s:
-        if reuse:  # look-up and insert as one step: two `--reuse` at once make one run, not two
+        if o["reuse"]:  # look-up and insert as one step: two `--reuse` at once make one run, not two
             begin_serialised_write(s, "create-run-reuse")
-        sel = select_samples(s, edition, limit, sample_seed, controls, view=view, sources=sources)
+        sel = select_samples(s, o)
         examples = fewshot_examples(s, tpl, params, view)
         # validates the backend (key present, model file found) without any network call
         prompt = PromptBuilder(tpl, examples=examples)
@@ -120,7 +88,7 @@ def create_run(
             runner_keys = ", ".join(sorted(k for k in RUNNER_PARAMS if k != "timeout"))
             raise InputError(f"{exc.message}; runner keys: {runner_keys}", field="param") from None
         stored_url = redact_url(base_url)  # secrets in the URL are never stored (execute_run takes the real one)
-        if reuse and (
+        if o["reuse"] and (
             same := q.find_equivalent_run(
                 s,
                 monitor=spec.name,
@@ -135,13 +103,13 @@ def create_run(
             )
         ):
             return same  # the same configuration and samples
-        options: dict[str, Any] = {"base_url": stored_url, "limit": limit, "sample_seed": sample_seed}
-        options |= {"concurrency": int(concurrency), "view": view}
-        if sources:  # a full run over all sources records its view only
-            options["sources"] = sorted(set(sources))
+        stored: dict[str, Any] = {"base_url": stored_url, "limit": limit, "sample_seed": o["sample_seed"]}
+        stored |= {"concurrency": int(concurrency), "view": view}
+        if o["sources"]:  # a full run over all sources records its view only
+            stored["sources"] = sorted(set(o["sources"]))
         if sel.without_view:
-            options["without_view"] = dict(sorted(sel.without_view.items()))
-        return _insert_run(s, spec, tpl, backend, options, params, examples, sel, edition, repeat)
+            stored["without_view"] = dict(sorted(sel.without_view.items()))
+        return _insert_run(s, spec, tpl, backend, stored, params, examples, sel, o["edition"], repeat)
 
 
 def _checked_options(
@@ -201,24 +169,21 @@ def _view_filter(
     return [x for x in samples if x["id"] in keep], lacking
 
 
-def select_samples(
-    s: Session,
-    edition: str,
-    limit: int | None,
-    sample_seed: int,
-    controls: bool,
-    *,
-    view: str = "full",
-    sources: list[str] | None = None,
-) -> _Selection:
-    """The edition's test samples (a stratified subset with ``limit``) followed by the controls slice
-    (with ``limit``, a seeded subset of the same share, at least one); with a ``view`` or ``sources``, only
-    the samples of those sources that have the view (:func:`_view_filter`; the controls the same way).
+def select_samples(s: Session, options: RunOptions) -> _Selection:
+    """The samples a run with ``options`` judges (:func:`create_run` stores them, :func:`estimate_run` counts
+    them): the ``edition``'s test samples (a stratified subset with ``limit``, drawn with ``sample_seed``)
+    followed, with ``controls``, by the controls slice (with ``limit``, a seeded subset of the same share, at
+    least one); with a ``view`` or ``sources``, only the samples of those sources that have the view
+    (:func:`_view_filter`; the controls the same way). Options left out take their defaults.
 
     Raises:
         InputError: the edition has no test samples; see :func:`_view_filter`; no sample has ``view``.
+        TypeError: a key that is no run option.
     """
     from store.queries.samples import control_samples
+
+    o = with_defaults(options)
+    edition, limit, sample_seed, view, sources = o["edition"], o["limit"], o["sample_seed"], o["view"], o["sources"]
 
     samples = q.test_samples(s, edition=edition)
     if not samples:
@@ -233,7 +198,7 @@ def select_samples(
         raise InputError(f"no test sample has the {view!r} view: {named}", field="view")
     ids = stratified_sample(samples, limit, sample_seed)
     ctrl_ids: list[str] = []
-    if controls:
+    if o["controls"]:
         ctrl = control_samples(s)
         if view != "full" or sources:
             ctrl_inputs = q.view_inputs(s, [c["id"] for c in ctrl])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Unpack
+
 from sqlalchemy.engine import Engine
 
 from automonitor.jsontypes import JSONObject
@@ -11,30 +13,22 @@ from automonitor.runs.monitors.pricing import resolve_price
 from automonitor.runs.prompts import PromptBuilder, load_template
 from automonitor.runs.params import backend_params, check_params, normalised_params
 from automonitor.runs.runner.create import fewshot_examples, select_samples
+from automonitor.runs.runner.options import RunOptions, with_defaults
 from store import session_scope
 from store.queries.samples import check_edition
 from store.queries import runs as q
 
 
-def estimate_run(
-    engine: Engine,
-    monitor: str,
-    template: str,
-    *,
-    limit: int | None = None,
-    sample_seed: int = 0,
-    params: JSONObject | None = None,
-    edition: str = "paper",
-    controls: bool = True,
-    view: str = "full",
-) -> JSONObject:
+def estimate_run(engine: Engine, monitor: str, template: str, **options: Unpack[RunOptions]) -> JSONObject:
     """Estimate a run before starting it (no network, nothing written).
 
-    The samples are those :func:`~automonitor.runs.runner.create.create_run` would judge with the same
-    ``limit``, ``sample_seed``, ``edition`` and ``controls``: the stratified test subset followed by the
-    benign-only controls slice (a seeded share of it with ``limit``), so tokens and cost include the
-    controls; under a monitor ``view``, the samples that have it, their prompts made of the view's text; for a
-    few-shot template, the examples ``create_run`` would show (``fewshot_k``/``fewshot_seed`` in ``params``:
+    ``options`` are the run's (:class:`~automonitor.runs.runner.options.RunOptions`, the words
+    :func:`~automonitor.runs.runner.create.create_run` takes). The samples are those ``create_run`` would judge
+    with the same options (:func:`~automonitor.runs.runner.create.select_samples`): the stratified test subset
+    followed by the benign-only controls slice (a seeded share of it with ``limit``), so tokens and cost
+    include the controls; under a monitor ``view`` or with ``sources``, the samples of those sources that have
+    the view, their prompts made of the view's text; for a few-shot template, the examples ``create_run``
+    would show (``fewshot_k``/``fewshot_seed`` in ``params``:
     :func:`~automonitor.runs.runner.create.fewshot_examples`).
 
     Returns ``{"n", "n_test", "n_controls", "prompt_tokens", "max_output_tokens", "est_cost_usd", "price_per_mtok": [in, out],
@@ -49,18 +43,20 @@ def estimate_run(
     Raises:
         InputError: unknown backend/template, bad limit, empty test split, bad parameter (a runner parameter
             of the wrong type or out of range: :func:`automonitor.runs.params.runner_settings`).
+        TypeError: a keyword that is no run option.
     """
     spec = parse_monitor_spec(monitor)
     tpl = load_template(template)
-    params = normalised_params(check_params(dict(params or {})))  # the runner's own, as create_run checks them
-    check_edition(edition)
+    o = with_defaults(options)
+    params = normalised_params(check_params(dict(o["params"] or {})))  # the runner's own, as create_run checks them
+    check_edition(o["edition"])
     with session_scope(engine) as s:
-        sel = select_samples(s, edition, limit, sample_seed, controls, view=view)
+        sel = select_samples(s, o)
         ids = sel.ids
-        texts = {sid: view_text(t, view) for sid, t in q.sample_texts(s, ids).items()}
-        examples = fewshot_examples(s, tpl, dict(params or {}), view)
+        texts = {sid: view_text(t, o["view"]) for sid, t in q.sample_texts(s, ids).items()}
+        examples = fewshot_examples(s, tpl, dict(params), o["view"])
     builder = PromptBuilder(tpl, examples=examples)
-    cls, judge = backend_class(spec.backend), backend_params(dict(params or {}))
+    cls, judge = backend_class(spec.backend), backend_params(dict(params))
     prompt_tokens, max_out = cls.estimate_tokens(spec.model, judge, builder, [texts[i] for i in ids if i in texts])
     settings = cls.parse_params(judge)
     pr = resolve_price(spec.model, local=cls.is_local, price_in=settings.price_in, price_out=settings.price_out)
