@@ -32,8 +32,7 @@ class AnthropicBatch(SdkBatch):
         return anthropic.Anthropic(**options)
 
     def request_line(self, cid: str, text: SampleText) -> str:
-        system, user, _ = self.backend.prompt.chat_messages(text["request"], text["response"])
-        kw = self.backend._request(system, user)
+        kw = self.request_body(text)
         extra = kw.pop("extra_body", None) or {}  # the batch API takes the live call's extra body inline
         return json.dumps({"custom_id": cid, "params": {**kw, **extra}})
 

@@ -39,10 +39,7 @@ class OpenAIBatch(SdkBatch):
         return openai.OpenAI(**options)
 
     def request_line(self, cid: str, text: SampleText) -> str:
-        system, user, _meta = self.backend.prompt.chat_messages(text["request"], text["response"])
-        return json.dumps(
-            {"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": self.backend._request(system, user)}
-        )
+        return json.dumps({"custom_id": cid, "method": "POST", "url": ENDPOINT, "body": self.request_body(text)})
 
     def prepare(self, path: str, run_id: str, part: dict[str, Any]) -> dict[str, Any]:
         with open(path, "rb") as f:

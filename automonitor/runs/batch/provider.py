@@ -71,6 +71,13 @@ class SdkBatch:
         """The provider SDK's sync client built with ``options`` (:func:`.http_api.sdk_options`)."""
         raise NotImplementedError
 
+    def request_body(self, text: SampleText) -> dict[str, Any]:
+        """The body a live call of the backend sends for the sample ``text`` (its prompt's chat messages
+        through the backend's ``_request``): what a batch request line carries."""
+        system, user, _ = self.backend.prompt.chat_messages(text["request"], text["response"])
+        body: dict[str, Any] = self.backend._request(system, user)
+        return body
+
     def read(self, answer: Any, sample_id: str, text: SampleText) -> Judgement:
         """The backend's judgement of one result's answer (its live ``_read``) on the sample ``text``
         (``{"request", "response"[, "content_hash"]}``).
