@@ -16,13 +16,13 @@ import os
 import tempfile
 from collections import Counter
 from dataclasses import replace
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from automonitor.errors import InputError
+from automonitor.data.errata_file import DEFAULT_ERRATA as DEFAULT_ERRATA, errata_path as errata_path
 from automonitor.data.records import LineDate, LineText, model_lines
 from automonitor.timestamps import utcnow
 from automonitor.vocab import ERRATUM_ORIGINS
@@ -37,8 +37,6 @@ if TYPE_CHECKING:  # the sources package imports every source module: only the b
     from automonitor.data.sources import SourcePair
 
 VERDICTS: tuple[str, ...] = ("wrong", "doubtful")
-#: The errata shipped with the package (package data; a link to ``seeds/errata.jsonl`` in the source tree).
-DEFAULT_ERRATA = Path(str(resources.files("automonitor.data").joinpath("errata.jsonl")))
 _FIELDS = ("pair_id", "source", "verdict", "reason", "reader", "date")
 MAX_REASON = 4096
 """Longest reason, in UTF-8 bytes."""
@@ -70,12 +68,6 @@ class Erratum(BaseModel):
     def line(self) -> str:
         """The JSONL line of this erratum (fields in :data:`_FIELDS` order, UTF-8 kept)."""
         return json.dumps({k: getattr(self, k) for k in _FIELDS}, ensure_ascii=False)
-
-
-def errata_path(path: str | Path | None = None) -> Path:
-    """The shipped errata file: ``path``, else ``$AUTOMONITOR_ERRATA``, else the package's
-    ``automonitor/data/errata.jsonl``."""
-    return Path(path or os.environ.get("AUTOMONITOR_ERRATA") or DEFAULT_ERRATA)
 
 
 def load_errata(path: str | Path | None = None) -> list[Erratum]:

@@ -144,13 +144,17 @@ def test_a_cached_report_read_imports_neither_the_analysis_stack_nor_the_orm(sql
 def test_a_cached_audit_read_imports_neither_the_analysis_stack_nor_the_sources(sqlite_engine, sqlite_url, tmp_path):
     """``audit`` of an unchanged store reads its document back (automonitor.data.audit.cache): the first run
     computes it (automonitor.data.audit.editions, pandas), the second imports neither the data stack, the
-    audit's computation nor the source registry (checking the edition is automonitor.data.audit.params)."""
+    audit's computation nor the source registry (checking the edition is automonitor.data.audit.params), nor
+    pydantic and the errata's validation (its cache key holds the errata file's bytes:
+    automonitor.data.errata_file)."""
     env = {"AUTOMONITOR_CACHE_DIR": str(tmp_path / "cache")}
     first = imported_modules("audit", "--json", db=sqlite_url, env=env)
     assert "automonitor.data.audit.editions" in first and "pandas" in first  # computed: the read-back below is real
     mods = imported_modules("audit", "--json", db=sqlite_url, env=env)
     assert "automonitor.data.audit.cache" in mods
+    assert "automonitor.data.errata_file" in mods
     not_here = (*NOT_FOR_A_CACHED_READ, "sklearn", "automonitor.data.audit.editions", "automonitor.data.sources")
+    not_here += ("pydantic", "automonitor.data.errata")
     heavy = sorted(m for m in mods if any(m == h or m.startswith(f"{h}.") for h in not_here))
     assert not heavy, f"a cached automonitor audit --json imports {heavy[:12]}"
 

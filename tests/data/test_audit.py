@@ -430,6 +430,45 @@ def test_an_erratum_makes_the_kept_audit_stale(sqlite_engine, frame, tmp_path, m
     assert now is not None and now[0] != kept[0] and json.loads(now[1]) == after
 
 
+def test_a_changed_errata_file_misses_the_cache_and_an_invalid_one_is_refused(
+    sqlite_engine, frame, tmp_path, monkeypatch
+):
+    """The memory and disk caches are keyed by the shipped errata file's bytes (and the store's errata rows), not
+    by the validated errata, so that a cached read skips the validation: any edit of the file misses them, and
+    the audit then validates the file, so an invalid line is refused (InputError naming the file and line)
+    after a cached read as before it, and nothing is cached for it; a file whose errata are the same as before
+    (a blank line added) reads the store's kept copy."""
+    from automonitor.errors import InputError
+
+    shipped = tmp_path / "errata.jsonl"
+    pair = str(frame[(frame["source"] == "fair") & (frame["split"] == "test")]["pair_id"].iloc[0])
+    line = json.dumps(
+        {"pair_id": pair, "source": "fair", "verdict": "wrong", "reason": "r", "reader": "t", "date": "2026-12-01"}
+    )
+    shipped.write_text(line + "\n")
+    monkeypatch.setenv("AUTOMONITOR_ERRATA", str(shipped))
+    monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "c"))
+    audit.memo.clear()
+    seed_frame(sqlite_engine, frame[frame["source"] == "fair"])
+    first = audit.cached_audit(sqlite_engine, "paper")
+    assert first["errata"]["wrong"] == 1
+    audit.memo.clear()
+    lines: list[str] = []
+    assert audit.cached_audit(sqlite_engine, "paper", progress=lines.append) == first
+    assert lines[0].startswith("audit of edition paper: from the cache")  # the disk cache, read before any edit
+
+    shipped.write_text(line + "\n" + '{"pair_id": "fair:x", "verdict": "maybe"}\n')
+    for _ in range(2):  # refused each time: an invalid file never gets a cache entry
+        with pytest.raises(InputError) as err:
+            audit.cached_audit(sqlite_engine, "paper")
+        assert err.value.file == str(shipped) and err.value.line == 2
+
+    shipped.write_text(line + "\n\n")  # the same errata in other bytes: a miss, then the store's kept copy
+    lines = []
+    assert audit.cached_audit(sqlite_engine, "paper", progress=lines.append) == first
+    assert lines == ["audit of edition paper: from the store (kept for these samples)"]
+
+
 @pytest.mark.slow
 def test_audit_json_from_the_store_is_byte_identical_to_the_computed_one(engine, db_url, frame, cli, tmp_path):
     """``automonitor audit --json``: computed (and kept), then in a new process with a new cache directory

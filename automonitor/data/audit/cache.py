@@ -1,6 +1,8 @@
 """The audit cache: :func:`cached_audit` memoises :func:`~automonitor.data.audit.editions.run_audit` in memory
 (``memo``), on disk (:func:`cache_dir`) and in the store itself (:func:`keep_audits`, which ``automonitor
-build`` calls, and every computation), each keyed by the samples' fingerprint and the edition.
+build`` calls, and every computation), each keyed by the samples' fingerprint and the edition: memory and disk by
+the bytes the errata are read from (:func:`automonitor.data.errata_file.errata_stamp`, so a cached read neither
+imports pydantic nor validates the errata file), the store by the errata in force (validated).
 
 The copy in the store is what a cold reader (a new cache directory, another machine, a copied store)
 reads instead of computing the audit (5-10 s CPU for 3,010 samples, 15-30 s per edition of a full build):
@@ -23,6 +25,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor.jsontypes import json_safe
 from automonitor.data.cache_home import cache_home, write_entry
+from automonitor.data.errata_file import errata_stamp
 from store.queries.fingerprints import sample_state
 from automonitor.data.audit.params import AUDIT_VERSION, EDITIONS, check_edition
 
@@ -41,6 +44,18 @@ def _state(engine: Engine) -> _State:
     """:func:`session_state` on a connection of its own (Core: a report reads the state without the ORM)."""
     with engine.connect() as c:
         return session_state(c)
+
+
+def _read_state(engine: Engine) -> _State:
+    """What the disk and memory caches are keyed by, on a connection of its own: :func:`session_state` with
+    :func:`automonitor.data.errata_file.errata_stamp` (the errata's file bytes and rows, not validated) in
+    place of the digest of the errata in force, so that a cached read neither imports pydantic nor validates
+    the errata file (about a quarter of a cached ``automonitor audit``). It changes whenever
+    :func:`session_state` can; :func:`cached_audit` computes :func:`session_state` itself on a miss, where an
+    invalid errata file raises as before."""
+    with engine.connect() as c:
+        samples, editions, archived = sample_state(c)
+        return samples, editions, archived, errata_stamp(c)
 
 
 def session_state(session: Connection | Session) -> _State:
@@ -62,9 +77,10 @@ def _disk_fingerprint(engine: Engine, state: _State) -> str:
 
 
 def fingerprint(engine: Engine) -> str:
-    """Hex digest identifying the audited content of a store (:func:`store.queries.fingerprints.sample_state`)
-    plus the store URL (password hidden) and :data:`AUDIT_VERSION`: the disk cache's key."""
-    return _disk_fingerprint(engine, _state(engine))
+    """Hex digest identifying the audited content of a store (:func:`store.queries.fingerprints.sample_state`
+    and the errata's sources, :func:`_read_state`) plus the store URL (password hidden) and
+    :data:`AUDIT_VERSION`: the disk cache's key."""
+    return _disk_fingerprint(engine, _read_state(engine))
 
 
 def content_fingerprint(state: _State, edition: str) -> str:
@@ -134,8 +150,7 @@ def cached_audit(
     computed, how long it took). Raises ``InputError`` for an unknown edition."""
     say = progress or (lambda _msg: None)
     check_edition(edition)
-    state = _state(engine)
-    key = f"{_disk_fingerprint(engine, state)[:32]}-{edition}"
+    key = f"{fingerprint(engine)[:32]}-{edition}"
     if use_cache and key in memo:
         say(f"audit of edition {edition}: from memory (store unchanged)")
         return memo[key]
@@ -148,7 +163,7 @@ def cached_audit(
             return cached
         except (OSError, ValueError):
             pass
-    content_fp = content_fingerprint(state, edition)
+    content_fp = content_fingerprint(_state(engine), edition)  # the errata validated here (InputError)
     if use_cache and (kept := _read_kept(engine, edition, content_fp)) is not None:
         memo[key] = kept
         write_entry(path, kept)
