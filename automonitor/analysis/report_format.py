@@ -46,6 +46,22 @@ def errata_lines(rep: ReportLike, editions: Iterable[str] | None = None) -> list
     return out
 
 
+def coverage_lines(rep: ReportLike) -> list[str]:
+    """One plain line per partial run (``coverage.partial``: an imported file covering part of its edition's test
+    set, :mod:`automonitor.runs.coverage`), e.g. ``run imp-1 (Vendor) is partial: the imported file covers 100 of
+    the 2,966 test samples of the paper edition; its rates are on those samples only.`` (``[]`` when there is
+    none). A ``--limit`` or ``--view`` run is never partial. Plain text: escape it for its medium."""
+    out = []
+    for r in as_report(rep).runs:
+        cov = r.coverage
+        if cov is not None and cov.partial:
+            out.append(
+                f"run {r.run_id} ({r.monitor}) is partial: the imported file covers {cov.covered:,} of the "
+                f"{cov.members:,} test samples of the {cov.edition} edition; its rates are on those samples only."
+            )
+    return out
+
+
 class PaperColumn(TypedDict):
     """A column of the paper-style table: ``key`` (``<slice>_<metric>_<template>``), the slice's name and
     key, the metric (``mr`` | ``far`` | ``unscored_rate``) and the template."""
@@ -126,7 +142,8 @@ def _caption(rep: ReportLike) -> str:
 
 def run_marks(run: RunReport) -> str:
     """What a run is marked with beside its name, as the plane and the HTML report show it (``answers.marks``:
-    ``lenient parse``, ``legacy score``, ``score disagrees N``, ``errors N%``): `` [lenient parse, errors 20%]``,
+    ``partial: N of M test samples``, ``lenient parse``, ``legacy score``, ``score disagrees N``, ``errors N%``):
+    `` [lenient parse, errors 20%]``,
     or ``""`` for a run without marks."""
     marks = run.answers.marks if run.answers else []
     return f" [{', '.join(marks)}]" if marks else ""
@@ -145,7 +162,8 @@ def to_markdown(rep: ReportLike) -> str:
         name = md_escape(r["monitor"] + "".join(shown))
         lines.append("| " + " | ".join([name] + [fmt2(r["rates"][c["key"]]) for c in cols]) + " |")
     sections = localisation_markdown(rep) + difficulty_markdown(rep) + metrics_markdown(rep)
-    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + sections
+    partial = "".join(f"\n{md_escape(line)}\n" for line in coverage_lines(rep))
+    return "\n".join(lines) + "\n\n" + _caption(rep) + "\n" + partial + sections
 
 
 def run_metric_table(rep: Report) -> tuple[list[str], list[dict[str, str]]]:

@@ -262,7 +262,8 @@ class RunAnswers(_Model):
     (invalid answers whose fields contradicted their verdict), ``score_disagrees`` (verdicts whose
     log-probability score favours the other side, ``meta.score_disagrees``), ``errors`` / ``judged`` (counts) and
     ``error_share`` in [0, 1] with the commonest ``error_cause``; ``marks``: what the report and the
-    plane show beside the run (``lenient parse``, ``legacy score``, ``score disagrees N``, ``errors N%``)."""
+    plane show beside the run (``lenient parse``, ``legacy score``, ``score disagrees N``, ``errors N%``; the report
+    puts ``partial: N of M test samples`` first for an imported file of part of the test set, :class:`RunCoverage`)."""
 
     parse: str | None = None
     grammar: str | None = None
@@ -274,6 +275,24 @@ class RunAnswers(_Model):
     error_share: Rate = None
     error_cause: str | None = None
     marks: list[str] = Field(default_factory=list)
+
+
+class RunCoverage(_Model):
+    """How much of its edition's test set a run covers (:class:`automonitor.runs.coverage.Coverage`): ``edition``,
+    ``members`` (the edition's test samples), ``covered`` (how many of them the run has a prediction for,
+    pending included), ``share`` = covered / members (``None`` with no members), ``controls`` /
+    ``controls_members`` (the same on the controls slice) and ``partial``: an imported file covering fewer test
+    samples than the edition has, which the report and the plane mark beside the run (``answers.marks``:
+    ``partial: N of M test samples``). A ``--limit`` run (a stratified subset), a ``--view`` run (the samples
+    having the view) and a derived run may cover fewer by design and are never ``partial``."""
+
+    edition: str
+    members: int
+    covered: int
+    share: Rate = None
+    controls: int = 0
+    controls_members: int = 0
+    partial: bool = False
 
 
 class RunReport(_Model):
@@ -289,7 +308,8 @@ class RunReport(_Model):
     runs, ``stability``; from ``audit_section.attach_to_report`` ``baselines`` ({category: {task: CellBaselines}})
     and ``baselines_edition``; ``view``: the monitor view it was judged under (``full`` by default); from
     :func:`automonitor.analysis.report` ``answers`` (:class:`RunAnswers`: parse mode, score method,
-    contradictory answers, error share and the marks shown beside the run).
+    contradictory answers, error share and the marks shown beside the run) and ``coverage``
+    (:class:`RunCoverage`: how much of its edition's test set it covers; a partial imported file is marked).
 
     ``kind`` and ``status`` are the vocabulary's (:data:`~automonitor.vocab.RunKind`,
     :data:`~automonitor.vocab.RunStatus`); a value this version does not know (a store or a report JSON
@@ -322,6 +342,7 @@ class RunReport(_Model):
     baselines_edition: str | None = None
     view: str = "full"  # the monitor view the run was judged under (``run --view``)
     answers: RunAnswers | None = None
+    coverage: RunCoverage | None = None  # how much of its edition's test set the run covers; partial imports
     # the registered run metrics (:mod:`automonitor.analysis.run_metrics`), {name: value in its JSON form};
     # absent when no metric is registered
     metrics: dict[str, JSONValue] | None = None

@@ -280,7 +280,7 @@ def _print_rich(rep: Report, engine: Engine) -> None:
             f"edition {edition_text('paper', built)}: this store was never built (`automonitor build`), so the "
             "paper edition is every gold test sample, as `stats` says"
         )
-    for line in report_format.errata_lines(rep):
+    for line in report_format.errata_lines(rep) + report_format.coverage_lines(rep):
         con.print(line)
     con.print(f"Pareto front: {', '.join(r.run_id for r in rep.runs if r.run_id in front) or '-'}")
     if hollow:
@@ -452,17 +452,24 @@ def predictions_import(
     template: str | None = typer.Option(None, "--template", help="Prompt template name (default: direct)."),
     json_out: bool = typer.Option(False, "--json", help="Print the result as one JSON document."),
 ) -> None:
-    """Import verdicts from an outside system as a run (kind 'imported'); all or nothing."""
+    """Import verdicts from an outside system as a run (kind 'imported'); all or nothing. Says how many of the
+    paper edition's test samples and of the controls the file covers; a file that covers part of the test set
+    gets a warning (also with --json, on stderr), and the report and the plane mark the run partial."""
+    from automonitor.runs.coverage import coverage_line, coverage_warning
     from automonitor.runs.prediction_files import import_predictions
 
     engine = open_store()
     res = import_predictions(engine, file, monitor, template)
+    warning = coverage_warning(res["coverage"], res["run_id"])
     if json_out:
         emit_json(res)
+        if warning:
+            err_console.print(warning, style="yellow")
         return
     verb = "imported" if res["created"] else "already imported as"
     err_console.print(
         f"{verb} run {res['run_id']}: {res['n']} predictions from {file} "
         f"(monitor {res['monitor']}, template {res['template']})"
     )
+    err_console.print(warning or coverage_line(res["coverage"]), style="yellow" if warning else None)
     typer.echo(res["run_id"])

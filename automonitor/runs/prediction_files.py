@@ -50,6 +50,8 @@ from automonitor.data.records import (
 from automonitor.data.row_models import PREDICTION_REQUIRED, PredictionRow, PredictionValues, validate_one
 from automonitor.vocab import CONTROLS_SPLIT, OUTCOMES, TEMPLATES
 
+#: the edition an imported run is compared on (its ``edition`` is unset, which the report reads as ``paper``)
+IMPORTED_EDITION = "paper"
 CHUNK = 2000  # records validated (and looked up in the store) at a time by :func:`validate_stream`
 
 
@@ -178,11 +180,15 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
         template: a prompt template name of the vocabulary; default ``direct`` (a plain verdict).
     Returns:
         ``{"run_id", "monitor", "template", "kind": "imported", "status": "imported", "n", "counts":
-        {outcome: int}, "scores": int, "evidence": int, "created": bool}`` (``created`` is False when the
-        same file was already imported for this monitor and template).
+        {outcome: int}, "scores": int, "evidence": int, "created": bool, "coverage": Coverage}`` (``created``
+        is False when the same file was already imported for this monitor and template; ``coverage``: how many
+        of the ``paper`` edition's test samples, which an imported run is compared on, and of the controls the
+        file has a verdict for, with ``partial`` when it covers fewer test samples than the edition has:
+        :class:`automonitor.runs.coverage.Coverage`, as ``report --json`` gives it per run).
     Raises:
         InputError (exit 2) for any bad input; the store is unchanged.
     """
+    from automonitor.runs.coverage import ids_coverage, member_ids
     from store import session_scope
     from store.queries import analysis as q
     from store.queries.locks import begin_serialised_write
@@ -238,6 +244,10 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
                 rows=rows,
             )
             created = True
+        members, controls = member_ids(s, [IMPORTED_EDITION])
+    cov = ids_coverage(
+        IMPORTED_EDITION, members[IMPORTED_EDITION], (r["sample_id"] for r in rows), controls, imported=True
+    )
     return {
         "run_id": run_id,
         "monitor": monitor,
@@ -249,4 +259,5 @@ def import_predictions(engine, path: str | Path, monitor: str, template: str | N
         "scores": sum(1 for r in rows if r["score"] is not None),
         "evidence": sum(1 for r in rows if r["evidence"]),
         "created": created,
+        "coverage": cov,
     }

@@ -209,8 +209,8 @@ def honest_points(
         Pareto front among eligible points *of the same edition*), ``label`` (short text; a run judged
         under a monitor view other than ``full`` ends with ``[view]``),
         ``x_plot``/``y_plot`` (coincident points spread apart), ``coincide`` (group size), ``archived``.
-        A point with ``marks`` (:func:`automonitor.views.tradeoff_points`: ``lenient parse``, ``legacy
-        score``, ``errors N%``) has them in brackets at the end of its label.
+        A point with ``marks`` (:func:`automonitor.views.tradeoff_points`: ``partial: N of M test
+        samples``, ``lenient parse``, ``legacy score``, ``errors N%``) has them in brackets at the end of its label.
     Raises:
         InputError: ``min_n < 1`` (field ``min_n``).
     """

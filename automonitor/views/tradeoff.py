@@ -69,8 +69,8 @@ def tradeoff_points(
 
     ``report``: a :class:`automonitor.analysis.report_schema.Report` (or its dict, validated against the schema).
     Columns: run_id, monitor, template, kind, n, mr, far, mr_lo, mr_hi, far_lo, far_hi (Wilson 95%),
-    unscored, unscored_rate, tp, fn, fp, tn, on_front, marks (what the run is marked with: ``lenient parse``,
-    ``legacy score``, ``errors N%``; comma-separated, empty when none); on the overall slice, one column per
+    unscored, unscored_rate, tp, fn, fp, tn, on_front, marks (what the run is marked with: ``partial: N of M test
+    samples``, ``lenient parse``, ``legacy score``, ``errors N%``; comma-separated, empty when none); on the overall slice, one column per
     registered run metric (:mod:`automonitor.analysis.run_metrics`) under its label (a number as it is,
     another value as its display text; runs without it missing).
     Raises ``pydantic.ValidationError`` for a dict that does not follow the report schema.

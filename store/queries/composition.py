@@ -37,9 +37,11 @@ __all__ = [
     "count_candidates",
     "count_controls",
     "count_pairs",
+    "control_ids",
     "counts_by_split",
     "edition_conditions",
     "edition_has_rows",
+    "edition_test_ids",
     "gold_conditions",
     "hard_certificate",
     "latest_build_report",
@@ -88,6 +90,12 @@ def edition_conditions(
         return conds + [not_adjudicated(t)]
     members = sa.select(edition_sample.c.sample_id).where(edition_sample.c.edition == edition)
     return conds + [t.c.id.in_(members)]
+
+
+def edition_test_ids(conn: Connection | Session, edition: str) -> set[str]:
+    """Ids of the test samples of ``edition`` (:func:`edition_conditions`: what ``automonitor run`` judges of
+    the test set, before ``--limit`` or ``--view``). Raises ``InputError`` for an unknown edition."""
+    return {r[0] for r in conn.execute(sa.select(sample.c.id).where(*edition_conditions(conn, edition)))}
 
 
 def gold_conditions(
@@ -175,6 +183,12 @@ def count_candidates(conn: Connection | Session) -> int:
 def count_controls(conn: Connection | Session) -> int:
     """Samples of the controls slice (gold, split ``controls``)."""
     return _count(conn, sample.c.split == CONTROLS_SPLIT, sample.c.status == "gold")
+
+
+def control_ids(conn: Connection | Session) -> set[str]:
+    """Ids of the controls slice (gold samples of split ``controls``, as :func:`count_controls` counts them)."""
+    q = sa.select(sample.c.id).where(sample.c.split == CONTROLS_SPLIT, sample.c.status == "gold")
+    return {r[0] for r in conn.execute(q)}
 
 
 def candidates_by_source(conn: Connection | Session) -> dict[str, int]:
