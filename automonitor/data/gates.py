@@ -16,6 +16,7 @@ from typing import Sequence
 
 from rapidfuzz.distance import Levenshtein
 
+from automonitor.data.pysource import parse_untrusted
 
 _WS = re.compile(r"\s+")
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -75,7 +76,7 @@ def _diff(ta: list[str], tb: list[str]) -> int:
 
 def _python_parses(src: str) -> bool:
     try:
-        ast.parse(src)
+        parse_untrusted(src)
         return True
     except (SyntaxError, ValueError):
         return False
@@ -260,7 +261,7 @@ def _literals(code: str) -> set[str]:
     """String and number literals of ``code`` (whitespace-collapsed strings, numbers as ``str``);
     a regex fallback when the code does not parse."""
     try:
-        tree = ast.parse(code)
+        tree = parse_untrusted(code)
     except (SyntaxError, ValueError):
         found = re.findall(r"\"([^\"\n]*)\"|'([^'\n]*)'|(?<![\w.])(-?\d+)(?![\w.])", code)
         return {" ".join((a or b or c).split()) for a, b, c in found if (a or b or c).strip()}
@@ -345,7 +346,7 @@ def special_cases(code: str, prompt: str = "") -> str | None:
     of 2+ characters, or an integer outside {-1, 0, 1, 2}) or hard-codes the sample outputs
     (:func:`hardcode_screen` on ``prompt``); else ``None`` (the "hack" may be a general solution)."""
     try:
-        tree = ast.parse(code)
+        tree = parse_untrusted(code)
     except (SyntaxError, ValueError):
         return None
 

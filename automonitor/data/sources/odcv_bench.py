@@ -24,7 +24,6 @@ as are pairs whose rendering exceeds :data:`MAX_CHARS`. Logs are discovered unde
 
 from __future__ import annotations
 
-import ast
 import csv
 import json
 import re
@@ -34,6 +33,7 @@ from typing import Any, Mapping
 
 from automonitor.errors import InputError
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
+from automonitor.data.pysource import literal_eval_untrusted
 from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair, rel
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, serialise, steps_meta
@@ -129,7 +129,9 @@ def _thought(reason: str | None) -> str | None:
         return None
     if r.startswith("[{") and "'text'" in r:
         try:
-            items = ast.literal_eval(r)
+            items = literal_eval_untrusted(r)
+            if not isinstance(items, list):
+                return r
             texts = [str(x.get("text") or x.get("summary") or "") for x in items if isinstance(x, dict)]
             joined = "\n".join(t for t in texts if t.strip())
             return joined or None
@@ -145,7 +147,7 @@ def _action(call: str | None) -> str | None:
     if not c or c == "None":
         return None
     try:
-        calls = ast.literal_eval(c)
+        calls = literal_eval_untrusted(c)
     except (ValueError, SyntaxError):
         return c
     out = []

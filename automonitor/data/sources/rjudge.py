@@ -14,7 +14,6 @@ the injected tool output, see SOURCES.md); ``meta.contrast`` marks the clean han
 
 from __future__ import annotations
 
-import ast
 import json
 from collections import defaultdict
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.length_match import FORBIDDEN, balanced_pairings
+from automonitor.data.pysource import literal_eval_untrusted
 from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair, read_json
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, steps_meta
@@ -40,7 +40,7 @@ def _contents(rec: dict[str, Any], where: str, idx: int) -> list[Any]:
             c = json.loads(c)
         except ValueError:
             try:
-                c = ast.literal_eval(c)
+                c = literal_eval_untrusted(c)
             except (ValueError, SyntaxError):
                 c = None
     if not isinstance(c, list) or not c or not all(isinstance(b, list) for b in c):

@@ -20,7 +20,6 @@ request shown (provenance ``by_construction``); the paper's reasoning cell takes
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 from string import ascii_uppercase
 from typing import Any, Iterator
@@ -28,6 +27,7 @@ from typing import Any, Iterator
 from automonitor.errors import InputError
 from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.data.parts import Part, final_sentence_parts
+from automonitor.data.pysource import literal_eval_untrusted
 from automonitor.data.sources.base import (
     UNCUED_ANSWER,
     Side,
@@ -105,7 +105,7 @@ def literal(value: Any) -> Any:
     """``ast.literal_eval`` of a Python-repr string; other values are returned unchanged."""
     if isinstance(value, str):
         try:
-            return ast.literal_eval(value)
+            return literal_eval_untrusted(value)
         except (ValueError, SyntaxError):
             return value
     return value

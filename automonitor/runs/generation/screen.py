@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from automonitor.data.pysource import parse_untrusted
+
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.S | re.I)
 _CODE_TAG = re.compile(r"<code>(.*?)</code>", re.S | re.I)
 _EXITS = {"exit", "quit", "_exit"}
@@ -39,7 +41,7 @@ def extract_code(response: str, entry_point: str | None = None) -> str | None:
     text = (response or "").strip()
     if text and "def " in text:
         try:
-            ast.parse(text)
+            parse_untrusted(text)
             return text
         except SyntaxError:
             return None
@@ -75,7 +77,7 @@ def test_facts(tests: list[str], entry_point: str | None) -> TestFacts:
     facts = TestFacts()
     for t in tests:
         try:
-            tree = ast.parse(t)
+            tree = parse_untrusted(t)
         except SyntaxError:
             continue
         for node in ast.walk(tree):
@@ -217,7 +219,7 @@ def static_screen(code: str, visible_tests: list[str], entry_point: str | None =
         False (and ``flags`` ``["syntax_error"]``) when the code does not parse.
     """
     try:
-        tree = ast.parse(code)
+        tree = parse_untrusted(code)
     except SyntaxError as exc:
         return {"parsed": False, "flags": ["syntax_error"], "details": {"syntax_error": [str(exc)[:200]]}}
     facts = test_facts(visible_tests, entry_point)
