@@ -19,15 +19,17 @@ import gc
 import hashlib
 import json
 import os
+import sys
 import time
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Sequence, TypeVar
 
-from sqlalchemy.engine import Engine
-
-from automonitor.analysis.report_schema import Report
-from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.data.cache_home import cache_home, write_entry
+
+if TYPE_CHECKING:  # the report's models (pydantic) load where a document is validated, not for a text read back
+    from sqlalchemy.engine import Engine
+
+    from automonitor.analysis.report_schema import Report
 
 #: A store written this recently (seconds) is not cached (see the module doc).
 SETTLE_S = 2.0
@@ -134,9 +136,24 @@ def cached_report(
     cache when the store, the code, the runs and the options are those of a cached document; otherwise
     computed and, when the store has a fingerprint (:func:`store_stamp`) that did not change while it
     was computed, written to the cache (atomically; an unwritable directory only disables the cache)."""
+    from automonitor.analysis.report_schema import Report
+
     return cached_json(
         engine, [None if run_ids is None else list(run_ids), options], compute, Report.to_dict, Report.model_validate
     )
+
+
+def cached_text(engine: Engine, key: object, compute: Callable[[], str]) -> str:
+    """:func:`cached_json` of a text (``automonitor report --json``'s whole output): read back as it was
+    written, so an unchanged store prints its document without building the report's models or encoding it
+    again."""
+
+    def load(doc: object) -> str:
+        if not isinstance(doc, str):
+            raise ValueError("not a text")  # another kind of document: computed again
+        return doc
+
+    return cached_json(engine, ["text", key], compute, load=load)
 
 
 def cached_json(
@@ -168,9 +185,17 @@ def cached_json(
 
 def _key(stamp: str, key: object) -> str:
     doc = [_FORMAT, code_stamp(), stamp, key]
-    if METRICS:  # a metric registered from outside the package: its code is part of the document
-        doc.append([m.stamp for m in METRICS.values()])
+    if metrics := _metric_stamps():  # a metric registered from outside the package: its code is part of the document
+        doc.append(metrics)
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:40]
+
+
+def _metric_stamps() -> list[str]:
+    """The stamps of the registered run metrics (:mod:`automonitor.analysis.run_metrics`), without importing that
+    package (pydantic) for a read: until it is imported no metric can have been registered from outside, and
+    the metrics it ships are modules of ``automonitor``, whose code :func:`code_stamp` covers."""
+    metrics = sys.modules.get("automonitor.analysis.run_metrics")
+    return [m.stamp for m in metrics.REGISTRY.values()] if metrics is not None else []
 
 
 def _prune(folder: Path) -> None:

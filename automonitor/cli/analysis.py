@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any, Iterator, List
 
@@ -106,29 +107,25 @@ def report_cmd(
             edition = None if run else "paper"
         if edition is not None and edition not in EDITIONS:
             raise InputError(f"must be one of {', '.join(EDITIONS)}, got {edition!r}", field="--edition")
+        options = dict(
+            invalid=invalid,
+            n_boot=n_boot,
+            seed=seed,
+            cost_ratio=cost_ratio,
+            prevalence=prevalence,
+            compare=pairs,
+            edition=edition,
+            with_ladder=ladder,
+        )
+        if json_out:
+            _emit_json_report(engine, run or None, options, with_audit, output)
+            return
         with ExitStack() as once:
             if fmt == "html":  # a report computed here and the HTML gallery read the predictions once
                 from automonitor.analysis.from_store import predictions_read_once
 
                 once.enter_context(predictions_read_once())
-            rep = _build_report(
-                engine,
-                run or None,
-                dict(
-                    invalid=invalid,
-                    n_boot=n_boot,
-                    seed=seed,
-                    cost_ratio=cost_ratio,
-                    prevalence=prevalence,
-                    compare=pairs,
-                    edition=edition,
-                    with_ladder=ladder,
-                ),
-            )
-            if with_audit and rep.runs:
-                from automonitor.analysis import audit_section
-
-                audit_section.attach_to_report(rep, engine)
+            rep = _report_with_audit(engine, run or None, options, with_audit)
             if fmt == "html":
                 from automonitor.views import report_html
 
@@ -136,7 +133,42 @@ def report_cmd(
                     size = report_html.write(engine, rep, str(output))
                 err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
                 return
-            _emit_report(rep, json_out, fmt, with_audit, output, engine)
+            _emit_report(rep, fmt, with_audit, output, engine)
+
+
+def _report_with_audit(engine: Engine, run_ids: list[str] | None, options: dict[str, Any], with_audit: bool) -> Report:
+    """:func:`_build_report`, with the audit's baselines attached (``with_audit``, when it has runs)."""
+    rep = _build_report(engine, run_ids, options)
+    if with_audit and rep.runs:
+        from automonitor.analysis import audit_section
+
+        audit_section.attach_to_report(rep, engine)
+    return rep
+
+
+def _emit_json_report(
+    engine: Engine, run_ids: list[str] | None, options: dict[str, Any], with_audit: bool, output: str | None
+) -> None:
+    """``report --json``: the document (:func:`_report_with_audit`, indented) printed, or written to ``output``.
+    The text itself is kept per store version (:func:`automonitor.analysis.report_cache.cached_text`): an
+    unchanged store prints it as read, without the report's models (pydantic) or the indenting encoder, which
+    were most of a cached read's CPU after the imports."""
+    import json
+
+    from automonitor.analysis.report_cache import cached_text
+
+    def compute() -> str:
+        rep = _report_with_audit(engine, run_ids, options, with_audit)
+        return json.dumps(rep.to_dict(), indent=2, default=str) + "\n"
+
+    text = cached_text(engine, ["report --json", run_ids, options, with_audit], compute)
+    if output is None:
+        sys.stdout.write(text)  # emit_json's bytes: json.dumps(indent=2, default=str) and a newline
+        sys.stdout.flush()
+        return
+    with _writing(output), open(output, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    err_console.print(f"wrote {output}")
 
 
 def _build_report(engine: Engine, run_ids: list[str] | None, options: dict[str, Any]) -> Report:
@@ -161,13 +193,14 @@ def _check_report_options(
     invalid: str, fmt: str | None, json_out: bool, cost_ratio: float, prevalence: float | None, n_boot: int
 ) -> None:
     """Validate ``report``'s options; ``InputError`` naming the option otherwise."""
-    from automonitor.analysis import report_format
-
     if invalid not in INVALID_POLICIES:
         raise InputError(f"must be one of {', '.join(INVALID_POLICIES)}, got {invalid!r}", field="--invalid")
-    formats = (*report_format.FORMATS, "html")
-    if fmt is not None and fmt not in formats:
-        raise InputError(f"must be one of {', '.join(formats)}, got {fmt!r}", field="--format")
+    if fmt is not None:  # report_format imports the report's models (pydantic): not for --json
+        from automonitor.analysis import report_format
+
+        formats = (*report_format.FORMATS, "html")
+        if fmt not in formats:
+            raise InputError(f"must be one of {', '.join(formats)}, got {fmt!r}", field="--format")
     if json_out and fmt:
         raise InputError("use either --json or --format", field="--format")
     if not (cost_ratio > 0 and cost_ratio != float("inf")):
@@ -201,22 +234,13 @@ def _writing(output: str) -> Iterator[None]:
         raise InputError(f"cannot write it: {exc.strerror or exc}", file=str(output), field="--output") from None
 
 
-def _emit_report(
-    rep: Report, json_out: bool, fmt: str | None, with_audit: bool, output: str | None, engine: Engine
-) -> None:
-    """Print the report (or write it to ``output``): one JSON document, a paper-style table (+ the audit
-    section in markdown), or rich tables (stdout only)."""
-    import json
-
+def _emit_report(rep: Report, fmt: str | None, with_audit: bool, output: str | None, engine: Engine) -> None:
+    """Print the report (or write it to ``output``): a paper-style table (+ the audit section in markdown), or
+    rich tables (stdout only); ``--json`` is :func:`_emit_json_report`'s."""
     from automonitor.analysis import report_format
 
     out: str | None = None
-    if json_out:
-        if output is None:
-            emit_json(rep.to_dict())
-            return
-        out = json.dumps(rep.to_dict(), indent=2, default=str) + "\n"
-    elif fmt:
+    if fmt:
         out = report_format.render(rep, fmt)
         if fmt == "markdown" and with_audit:
             from automonitor.analysis import audit_section

@@ -106,6 +106,55 @@ def test_a_write_is_never_answered_from_the_cache(sqlite_engine):
     assert report_cache.cached_report(sqlite_engine, None, OPTIONS, compute).to_dict() == fresh and len(calls) == 3
 
 
+def test_report_json_prints_the_kept_text_of_an_unchanged_store_and_recomputes_a_changed_one(
+    sqlite_engine, sqlite_url, tmp_path, cli
+):
+    """``report --json`` keeps its whole output per store version (``report_cache.cached_text``): on an unchanged
+    store the same bytes, read back without computing (a marked kept text is what comes out); ``--no-audit`` and
+    other options are other texts; a changed verdict is computed again, equal to a fresh computation. The store
+    keeps its audit, as ``automonitor build`` leaves it (a report that computes the audit writes it into the store,
+    and a store written meanwhile is not cached)."""
+    from automonitor.data.audit import keep_audits
+
+    generate(sqlite_engine, 5)
+    keep_audits(sqlite_engine, ("paper",))
+    settle(sqlite_engine)
+    env = {"AUTOMONITOR_CACHE_DIR": str(tmp_path / "c")}
+    first = cli(["report", "--json", "--n-boot", "50"], db=sqlite_url, env=env)
+    assert first.returncode == 0, first.stderr
+    texts = [p for p in (tmp_path / "c" / "reports").glob("*.json") if isinstance(json.loads(p.read_text()), str)]
+    assert len(texts) == 1 and json.loads(texts[0].read_text()) == first.stdout
+    texts[0].write_text(json.dumps(first.stdout.replace('"run0"', '"kept-text"')))  # only a read gives this
+    again = cli(["report", "--json", "--n-boot", "50"], db=sqlite_url, env=env)
+    assert again.returncode == 0 and again.stdout == first.stdout.replace('"run0"', '"kept-text"')
+    out = tmp_path / "r.json"
+    assert cli(["report", "--json", "--n-boot", "50", "-o", str(out)], db=sqlite_url, env=env).returncode == 0
+    assert out.read_text() == again.stdout  # the same text written to a file
+    no_audit = cli(["report", "--json", "--n-boot", "50", "--no-audit"], db=sqlite_url, env=env)
+    fresh = cli(
+        ["report", "--json", "--n-boot", "50", "--no-audit"],
+        db=sqlite_url,
+        env={"AUTOMONITOR_CACHE_DIR": str(tmp_path / "d")},
+    )
+    assert no_audit.stdout == fresh.stdout != first.stdout and '"audit"' in first.stdout
+    from store.models import Prediction
+
+    with sqlite_engine.begin() as c:
+        c.execute(
+            sa.update(Prediction).where(Prediction.run_id == "run0", Prediction.sample_id == "s0m").values(outcome=B)
+        )
+        c.execute(
+            sa.update(Prediction).where(Prediction.run_id == "run0", Prediction.sample_id == "s1m").values(outcome=B)
+        )
+    keep_audits(sqlite_engine, ("paper",))
+    settle(sqlite_engine)
+    changed = cli(["report", "--json", "--n-boot", "50"], db=sqlite_url, env=env)
+    fresh = cli(
+        ["report", "--json", "--n-boot", "50"], db=sqlite_url, env={"AUTOMONITOR_CACHE_DIR": str(tmp_path / "e")}
+    )
+    assert changed.stdout == fresh.stdout and "kept-text" not in changed.stdout
+
+
 def test_stores_without_a_file_fingerprint_are_not_cached(sqlite_engine):
     pg = sa.create_engine("postgresql+psycopg://u@127.0.0.1:5432/test")
     assert report_cache.store_stamp(pg) is None
