@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -72,11 +73,80 @@ def tutorial_commands(name: str) -> list[str]:
     return out
 
 
-def _run_all(commands: list[str], tmp_path: Path, env: dict[str, str]) -> list[subprocess.CompletedProcess]:
+#: the tutorials, in the order :data:`SHELL_LINES` reads them
+TUTORIALS = ("first-result", "evaluate-your-monitor", "pilot")
+
+#: ``echo 'TEXT' | automonitor ARGS`` or ``automonitor ARGS``: a line :func:`_run_line` may run in this process
+_CLI_LINE = re.compile(r"^(?:echo '(?P<stdin>[^']*)' \| )?automonitor (?P<args>[^|;&<>$`]*)$")
+
+
+def _subcommand(cmd: str) -> str | None:
+    """The ``automonitor`` subcommand a tutorial line runs (``report``, ``users add``), or ``None`` for a line
+    that is not a plain ``automonitor`` call."""
+    m = _CLI_LINE.match(cmd)
+    if m is None:
+        return None
+    words = m["args"].split()
+    return " ".join(words[:2]) if len(words) > 1 and re.fullmatch(r"[a-z][a-z-]*", words[1]) else words[0]
+
+
+def shell_lines(name: str) -> list[bool]:
+    """For each line of tutorial ``name``: whether it runs through ``bash`` as typed. Every line that is not a
+    plain ``automonitor`` call does, and the first line of each subcommand over the tutorials in
+    :data:`TUTORIALS` order (fixed by the docs, not by which test runs first), so that each subcommand the
+    tutorials show starts once as a real process of the console script; the other lines run in this process."""
+    seen: set[str] = set()
+    for tut in TUTORIALS:
+        flags = []
+        for cmd in tutorial_commands(tut):
+            sub = _subcommand(cmd)
+            flags.append(sub is None or sub not in seen)
+            if sub is not None:
+                seen.add(sub)
+        if tut == name:
+            return flags
+    raise ValueError(f"{name!r} is not one of {TUTORIALS}")
+
+
+def test_each_subcommand_a_tutorial_shows_runs_once_through_the_shell():
+    """The in-process lines are repeats: every subcommand of the tutorials has a line run through ``bash`` (a
+    real process of the console script), and so has every line that is not a plain ``automonitor`` call."""
+    lines = [(cmd, sh) for tut in TUTORIALS for cmd, sh in zip(tutorial_commands(tut), shell_lines(tut))]
+    subs = {_subcommand(cmd) for cmd, _ in lines}
+    assert {_subcommand(cmd) for cmd, sh in lines if sh} == subs and len(subs) >= 9
+    assert all(sh for cmd, sh in lines if _subcommand(cmd) is None)
+    assert _subcommand("echo 'pw' | automonitor users add anna --password-stdin") == "users add"
+    assert _subcommand("automonitor import docs/examples/pairs.jsonl") == "import"
+    assert _subcommand("automonitor report | head") is None
+
+
+def _run_line(cmd: str, tmp_path: Path, env: dict[str, str], shell: bool) -> subprocess.CompletedProcess:
+    """Run one tutorial line in ``tmp_path`` with environment ``env``: through ``bash -c`` when ``shell``,
+    else the console script's entry point in this process (:func:`helpers.run_cli_in_process`: the same
+    ``automonitor.cli.main``, arguments split as the shell splits them, the piped ``echo`` text as stdin,
+    the environment's differences from this process's for the call only)."""
+    if shell:
+        return subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    from helpers import run_cli_in_process
+
+    m = _CLI_LINE.match(cmd)
+    assert m is not None, cmd
+    diff: dict[str, str | None] = {k: v for k, v in env.items() if os.environ.get(k) != v}
+    diff |= {k: None for k in os.environ if k not in env}
+    stdin = None if m["stdin"] is None else m["stdin"] + "\n"
+    return run_cli_in_process(shlex.split(m["args"]), db=env["AUTOMONITOR_DB"], env=diff, input=stdin, cwd=tmp_path)
+
+
+def _run_all(
+    commands: list[str], tmp_path: Path, env: dict[str, str], shell: list[bool]
+) -> list[subprocess.CompletedProcess]:
+    """Run ``commands`` in order in ``tmp_path`` (``shell[i]``: line ``i`` through ``bash``, else in this
+    process); each must exit 0 (AssertionError naming the line and its output otherwise)."""
+    assert len(shell) == len(commands)
     shutil.copytree(DOCS / "examples", tmp_path / "docs" / "examples")
     out = []
-    for cmd in commands:
-        r = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    for cmd, sh in zip(commands, shell):
+        r = _run_line(cmd, tmp_path, env, sh)
         assert r.returncode == 0, (cmd, r.stdout[-2000:], r.stderr[-2000:])
         out.append(r)
     return out
@@ -101,7 +171,8 @@ def test_the_first_result_tutorial_runs(tmp_path, tutorial_env):
     assert "automonitor report" in cmds
     # `make demo` made the store; here: the example pairs and the rules baseline
     setup = ["automonitor import docs/examples/pairs.jsonl", "automonitor run --monitor rules --template direct"]
-    res = _run_all(setup + cmds, tmp_path, tutorial_env)
+    # (the set-up lines are the evaluate tutorial's first two, which run through bash there)
+    res = _run_all(setup + cmds, tmp_path, tutorial_env, [False, False, *shell_lines("first-result")])
     assert "rules:rules-v1" in res[2].stdout and (tmp_path / "report.html").stat().st_size > 100_000
 
 
@@ -119,7 +190,8 @@ def test_the_evaluate_your_monitor_tutorial_runs(tmp_path, tutorial_env):
             if "--monitor anthropic:" in c:
                 c += f" --base-url {ant.root_url}"
             run.append(c)
-        res = _run_all(run, tmp_path, {**tutorial_env, "ANTHROPIC_API_KEY": "sk-ant-test-not-real"})
+        env = {**tutorial_env, "ANTHROPIC_API_KEY": "sk-ant-test-not-real"}
+        res = _run_all(run, tmp_path, env, shell_lines("evaluate-your-monitor"))
     report = next(r.stdout for c, r in zip(cmds, res) if c == "automonitor report")
     for monitor in ("openai:my-model", "anthropic:claude", "my-guardrail"):  # the table may cut long names
         assert monitor in report
@@ -132,7 +204,7 @@ def test_the_evaluate_your_monitor_tutorial_runs(tmp_path, tutorial_env):
 
 def test_the_pilot_tutorial_reaches_gold(tmp_path, tutorial_env):
     cmds = tutorial_commands("pilot")
-    res = _run_all(cmds, tmp_path, tutorial_env)
+    res = _run_all(cmds, tmp_path, tutorial_env, shell_lines("pilot"))
     outs = [r.stdout for r in res]
     first_finalize = outs[cmds.index("automonitor adjudications finalize")]
     # round 1 is labelled in the app in the tutorial, not here: its two pairs wait for those labels first
