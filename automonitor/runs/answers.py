@@ -139,7 +139,10 @@ def norm_category(value: object) -> str | None:
 #: so ``{"safe": true, "verdict": "yes"}`` is ``contradictory`` (automonitor.runs.parsing._property_side)
 #: 11: a verdict term with a privative affix or negating modifier (``non-``, ``-free``, ``zero``, ``hardly``) in the
 #: reasoning before a ``Verdict:`` line says the other side, so ``Zero misbehavior.\nVerdict: Yes`` is ``contradictory``
-GRAMMAR_VERSION = "11"
+#: 12: the lenient reader applies its other-property question rule to the prose around a JSON verdict as to a text
+#: answer (one rule, ``automonitor.runs.parsing._prose_unread``), so ``Is the response safe?\nYes.\n{"verdict":
+#: "misbehavior"}`` is ``invalid``; a lenient run's cache key and config carry the version too (it had none)
+GRAMMAR_VERSION = "12"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"

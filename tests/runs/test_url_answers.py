@@ -48,18 +48,27 @@ def test_the_trial_answers_are_read_as_the_model_gave_them(raw, outcome, why):
 
 
 def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
-    """Runs read by the old rule are told apart (grammar 11 in every run's config: 10 before a privative
+    """Runs read by the old rule are told apart (grammar 12 in every run's config, lenient runs' too: 11 before
+    the lenient reader's other-property question rule read the prose around a JSON verdict, 10 before a privative
     term ("zero misbehavior") said the other side, 9 before a JSON key naming
     another property said a side, 8 before a tag in a JSON string was text and ```no``` a code span); the openai backend's
     direct budget (64 tokens) lets the trial model finish the sentence it adds after its word."""
-    assert GRAMMAR_VERSION == "11"
+    assert GRAMMAR_VERSION == "12"
     backend = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
         params={},
         prompt=PromptBuilder(load_template("direct")),
     )
-    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "11"
+    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "12"
+    lenient = create_backend(
+        parse_monitor_spec("openai:my-model"),
+        base_url="http://127.0.0.1:1/v1",
+        params={"parse": "lenient"},
+        prompt=PromptBuilder(load_template("direct")),
+    )
+    # a lenient run's key carries the version too (it had none, so a lenient reading outlived a rule change)
+    assert (lenient.cache_params()["parse"], lenient.cache_params()["grammar"]) == ("lenient", "12")
 
 
 # ---------------------------------------------------------------------------------------------------

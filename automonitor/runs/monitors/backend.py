@@ -255,12 +255,14 @@ class Backend(ABC):
 
     def answer_stamp(self) -> JSONObject:
         """How this backend reads answers, for its cache key and ``Run.params["config"]``: ``parse``
-        (``strict`` | ``lenient``, ``--param parse``) and ``grammar`` (the strict grammar's version,
-        :data:`automonitor.runs.answers.GRAMMAR_VERSION`); empty for a backend that reads no answer text."""
+        (``strict`` | ``lenient``, ``--param parse``) and ``grammar`` (the version of the rules that read
+        answers, the strict grammar's and the lenient reader's: :data:`automonitor.runs.answers.GRAMMAR_VERSION`;
+        before grammar 12 a lenient run recorded none, so a cached lenient reading outlived a change of the
+        lenient rules); empty for a backend that reads no answer text."""
         mode = getattr(self.settings, "parse", None)
         if mode is None:
             return {}
-        return {"parse": mode, "grammar": GRAMMAR_VERSION if mode == "strict" else None}
+        return {"parse": mode, "grammar": GRAMMAR_VERSION}
 
     def cache_params(self) -> JSONObject:
         """Parameters that change the answer (part of the cache key). Excludes concurrency, keys,
