@@ -5,6 +5,7 @@ its type information, and a probe artefact written by the 0.1 layout still loads
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 import subprocess
@@ -141,6 +142,25 @@ def test_the_detector_sees_a_dodged_cycle(tmp_path, monkeypatch):
         test_no_import_inside_a_function_dodges_a_cycle()
 
 
+@functools.cache
+def _test_file_tails(tests: Path) -> frozenset[tuple[str, ...]]:
+    """Every tail of the path parts of each ``.py`` file under ``tests`` (``tests/servers/data.py`` gives
+    ``("data.py",)`` and ``("servers", "data.py")``): one walk of the folder, read by :func:`_is_test_module`."""
+    out = set()
+    for p in tests.rglob("*.py"):
+        parts = p.relative_to(tests).parts
+        out |= {parts[i:] for i in range(len(parts))}
+    return frozenset(out)
+
+
+def _is_test_module(target: str) -> bool:
+    """Whether dotted module ``target`` names a ``.py`` file at any depth under ``tests/`` (``servers.data``:
+    ``tests/servers/data.py``; the test folders are on ``sys.path``), as ``(REPO / "tests").rglob("servers/data.py")``
+    finds it, without walking the folder once per import."""
+    parts = target.split(".")
+    return (*parts[:-1], parts[-1] + ".py") in _test_file_tails(REPO / "tests")
+
+
 def _private_imports(path: Path, module: str) -> list[str]:
     """``from X import _name`` in ``path`` (module ``module``) where ``_name`` is not a module of ``X``:
     a private name used outside the module that defines it. A private *module* (``_common``) imported
@@ -156,9 +176,7 @@ def _private_imports(path: Path, module: str) -> list[str]:
             target = ".".join([*base, *([node.module] if node.module else [])])
         else:
             target = node.module or ""
-        ours = target.split(".")[0] in (*PACKAGES, "pages", "tests") or any(
-            (REPO / "tests").rglob(Path(*target.split(".")).with_suffix(".py").as_posix())
-        )
+        ours = target.split(".")[0] in (*PACKAGES, "pages", "tests") or _is_test_module(target)
         if not ours:
             continue  # a third-party module
         for a in node.names:
@@ -297,16 +315,17 @@ def test_vocabulary_the_clock_and_run_ids_have_one_home():
                 continue
             where = path.relative_to(REPO)
             tree = ast.parse(path.read_text(encoding="utf-8"))
+            nodes = list(ast.walk(tree))  # walked once, read twice
             if pkg == "store":  # the tables (a parsed verdict or an imported row is not a table)
                 declaring += [f"{where}:{name}" for name in verdict_classes(tree)]
             docstrings = {
                 id(n.body[0].value)
-                for n in ast.walk(tree)
+                for n in nodes
                 if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
                 and n.body
                 and isinstance(n.body[0], ast.Expr)
             }
-            for node in ast.walk(tree):
+            for node in nodes:
                 if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
                     bad += [
                         f"{where}:{node.lineno} spells out vocab.{n} in a string"

@@ -7,6 +7,7 @@ listed place that no longer needs it fails the test (the list cannot go stale)."
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,10 +21,11 @@ PUBLIC = {"streamlit", "streamlit.testing.v1", "streamlit.components.v1"}
 EXCEPTIONS: dict[str, str] = {}
 
 
-def _streamlit_names(tree: ast.AST) -> set[str]:
-    """The local names bound to a Streamlit module or to a name imported from one (``st``, ``PagesManager``)."""
+def _streamlit_names(nodes: Sequence[ast.AST]) -> set[str]:
+    """The local names bound to a Streamlit module or to a name imported from one (``st``, ``PagesManager``),
+    among ``nodes`` (every node of a module, ``ast.walk``)."""
     names = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names |= {(a.asname or a.name).split(".")[0] for a in node.names if a.name.split(".")[0] == "streamlit"}
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "streamlit":
@@ -31,12 +33,13 @@ def _streamlit_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def _patches(tree: ast.AST, names: set[str]) -> list[str]:
+def _patches(nodes: Sequence[ast.AST], names: set[str]) -> list[str]:
     """Patches of Streamlit: ``X.attr = ...`` / ``del X.attr`` with ``X`` a Streamlit name, ``setattr(X, ...)``,
     ``monkeypatch.setattr(X, ...)``, ``mock.patch.object(X, ...)``, and ``patch("streamlit....")``. Writing a
-    key of ``st.session_state`` or ``st.query_params`` (``st.session_state.k = v``) is public use, not a patch."""
+    key of ``st.session_state`` or ``st.query_params`` (``st.session_state.k = v``) is public use, not a patch.
+    ``nodes``: every node of a module (``ast.walk``)."""
     found = []
-    for node in ast.walk(tree):
+    for node in nodes:
         targets: list[ast.expr] = []
         if isinstance(node, (ast.Assign, ast.Delete)):
             targets = list(node.targets)
@@ -61,8 +64,8 @@ def _private_uses(path: Path) -> list[str]:
     """``import``/``from`` of a Streamlit module outside :data:`PUBLIC`, a ``_name`` imported from
     Streamlit, ``st._x`` / ``streamlit._x`` attribute use, and patches of Streamlit (:func:`_patches`)."""
     found = []
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
+    nodes = list(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))  # walked once, read three times
+    for node in nodes:
         if isinstance(node, ast.Import):
             found += [
                 f"{node.lineno}: import {a.name}"
@@ -78,7 +81,7 @@ def _private_uses(path: Path) -> list[str]:
         elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
             if isinstance(node.value, ast.Name) and node.value.id in ("st", "streamlit"):
                 found.append(f"{node.lineno}: {node.value.id}.{node.attr}")
-    return found + _patches(tree, _streamlit_names(tree))
+    return found + _patches(nodes, _streamlit_names(nodes))
 
 
 def _files() -> list[Path]:
