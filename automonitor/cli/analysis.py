@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import sys
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, List
 
 import typer
@@ -120,23 +122,15 @@ def report_cmd(
         if json_out:
             _emit_json_report(engine, run or None, options, with_audit, output)
             return
-        with ExitStack() as once:
-            if fmt == "html":  # a report computed here and the HTML gallery read the predictions once
-                from automonitor.analysis.from_store import predictions_read_once
-
-                once.enter_context(predictions_read_once())
-            rep = _report_with_audit(engine, run or None, options, with_audit)
-            if fmt == "html":
-                from automonitor.views import report_html
-
-                with _writing(str(output)):
-                    size = report_html.write(engine, rep, str(output))
-                err_console.print(f"wrote {output}: {size / 1e6:.2f} MB, {len(rep.runs)} run(s), self-contained HTML")
-                return
-            _emit_report(rep, fmt, with_audit, output, engine)
+        if fmt == "html":
+            _write_html_report(engine, run or None, options, with_audit, str(output))
+            return
+        _emit_report(_report_with_audit(engine, run or None, options, with_audit), fmt, with_audit, output, engine)
 
 
-def _report_with_audit(engine: Engine, run_ids: list[str] | None, options: dict[str, Any], with_audit: bool) -> Report:
+def _report_with_audit(
+    engine: Engine, run_ids: list[str] | None, options: dict[str, object], with_audit: bool
+) -> Report:
     """:func:`_build_report`, with the audit's baselines attached (``with_audit``, when it has runs)."""
     rep = _build_report(engine, run_ids, options)
     if with_audit and rep.runs:
@@ -147,7 +141,7 @@ def _report_with_audit(engine: Engine, run_ids: list[str] | None, options: dict[
 
 
 def _emit_json_report(
-    engine: Engine, run_ids: list[str] | None, options: dict[str, Any], with_audit: bool, output: str | None
+    engine: Engine, run_ids: list[str] | None, options: dict[str, object], with_audit: bool, output: str | None
 ) -> None:
     """``report --json``: the document (:func:`_report_with_audit`, indented) printed, or written to ``output``.
     The text itself is kept per store version (:func:`automonitor.analysis.report_cache.cached_text`): an
@@ -169,6 +163,39 @@ def _emit_json_report(
     with _writing(output), open(output, "w", encoding="utf-8") as fh:
         fh.write(text)
     err_console.print(f"wrote {output}")
+
+
+#: the HTML report's "Generated" line as :func:`automonitor.views.report_html.build` writes it (its header's
+#: first paragraph: the time, to the minute, and the number of runs); ``<`` is escaped in every data value and
+#: figure, so only the template writes ``<p class="meta">``
+_GENERATED = re.compile(r'<p class="meta">Generated (\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC) · (\d+) run\(s\) · ')
+
+
+def _write_html_report(
+    engine: Engine, run_ids: list[str] | None, options: dict[str, object], with_audit: bool, output: str
+) -> None:
+    """``report --format html -o FILE``: :func:`automonitor.views.report_html.build` of the report with the audit
+    attached, written to ``output``. The page is kept per store version
+    (:func:`automonitor.analysis.report_cache.cached_text`) and only its "Generated" time set anew: an unchanged
+    store writes it without the report's models, pandas or plotly (most of a cached write's CPU)."""
+    from automonitor.analysis.report_cache import cached_text
+    from automonitor.timestamps import utcnow
+
+    def compute() -> str:
+        from automonitor.analysis.from_store import predictions_read_once
+        from automonitor.views import report_html
+
+        with predictions_read_once():  # a report computed here and the HTML gallery read the predictions once
+            return report_html.build(engine, _report_with_audit(engine, run_ids, options, with_audit))
+
+    page = cached_text(engine, ["report --format html", run_ids, options, with_audit], compute)
+    line = _GENERATED.search(page)
+    if line is None:  # report_html's header always writes it (tests/views/test_report_html_cache.py holds both)
+        raise RuntimeError("the HTML report has no Generated line")
+    data = (page[: line.start(1)] + utcnow().strftime("%Y-%m-%d %H:%M UTC") + page[line.end(1) :]).encode("utf-8")
+    with _writing(output):
+        Path(output).write_bytes(data)
+    err_console.print(f"wrote {output}: {len(data) / 1e6:.2f} MB, {line.group(2)} run(s), self-contained HTML")
 
 
 def _build_report(engine: Engine, run_ids: list[str] | None, options: dict[str, Any]) -> Report:
@@ -195,7 +222,7 @@ def _check_report_options(
     """Validate ``report``'s options; ``InputError`` naming the option otherwise."""
     if invalid not in INVALID_POLICIES:
         raise InputError(f"must be one of {', '.join(INVALID_POLICIES)}, got {invalid!r}", field="--invalid")
-    if fmt is not None:  # report_format imports the report's models (pydantic): not for --json
+    if fmt is not None and fmt != "html":  # report_format imports the report's models (pydantic): not for --json
         from automonitor.analysis import report_format
 
         formats = (*report_format.FORMATS, "html")

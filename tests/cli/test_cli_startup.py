@@ -142,6 +142,28 @@ def test_a_cached_report_read_imports_neither_the_analysis_stack_nor_the_orm(sql
     assert len(mods) <= CACHED_REPORT_BUDGET, f"{len(mods)} modules imported (budget {CACHED_REPORT_BUDGET})"
 
 
+def test_a_cached_html_report_write_imports_neither_pandas_nor_pydantic_nor_plotly(sqlite_engine, sqlite_url, tmp_path):
+    """``report --format html`` on an unchanged store writes the page it keeps (its Generated time set anew):
+    the first run builds it (automonitor.views.report_html), the second imports neither the analysis stack, the
+    report's models nor plotly."""
+    path = sqlite_url.removeprefix("sqlite:///")
+    sqlite_engine.dispose()
+    past = time.time() - 60  # a store written a minute ago is settled: its fingerprint may be cached
+    for p in (path, f"{path}-wal"):
+        if os.path.exists(p):
+            os.utime(p, (past, past))
+    env = {"AUTOMONITOR_CACHE_DIR": str(tmp_path / "cache")}
+    args = ("report", "--format", "html", "-o", str(tmp_path / "r.html"))
+    first = imported_modules(*args, db=sqlite_url, env=env)
+    assert "automonitor.views.report_html" in first  # built: the write below is a read-back
+    mods = imported_modules(*args, db=sqlite_url, env=env)
+    assert "automonitor.analysis.report_cache" in mods
+    not_here = (*NOT_FOR_A_CACHED_READ, "pydantic", "plotly", "automonitor.views", "automonitor.analysis.report_schema")
+    heavy = sorted(m for m in mods if any(m == h or m.startswith(f"{h}.") for h in not_here))
+    assert not heavy, f"a cached automonitor report --format html imports {heavy[:12]}"
+    assert "Generated" in (tmp_path / "r.html").read_text(encoding="utf-8")
+
+
 def test_a_cached_audit_read_imports_neither_the_analysis_stack_nor_the_sources(sqlite_engine, sqlite_url, tmp_path):
     """``audit`` of an unchanged store reads its document back (automonitor.data.audit.cache): the first run
     computes it (automonitor.data.audit.editions, pandas), the second imports neither the data stack, the
