@@ -93,6 +93,21 @@ LABEL_SOURCES: tuple[str, ...] = (
 # ``paper-r2`` the earlier per-source quota composition of ``paper`` (1,172 / 962 / 876 samples by
 # category), ``hard`` the verified pairs that survive adversarial filtering (automonitor.data.build.hard)
 EDITIONS: tuple[str, ...] = ("paper", "verified", "paper-r2", "hard")
+#: The edition a run that recorded none is scored on: an imported file (``predictions import``: its coverage is
+#: counted against it, its verdicts outside it are dropped), a derived run of inputs of different editions, a run
+#: made before editions. The ONE rule (:func:`scored_edition`) that the report, ``runs --json`` ``scored_edition``,
+#: the pages and the HTML report apply; never inferred from the samples a run judged (a file that holds an
+#: adjudicated ``verified``-only sample is still compared with the ``paper`` runs, that sample left out)
+UNRECORDED_EDITION = "paper"
+
+
+def scored_edition(recorded: str | None) -> str:
+    """The edition a run is scored on, from the edition it recorded (``None``: none recorded): that edition, else
+    :data:`UNRECORDED_EDITION`. ``report --json`` ``runs[].edition``, ``runs --json`` ``scored_edition`` and the
+    sample set the Trade-off page and the HTML report name are this value."""
+    return recorded or UNRECORDED_EDITION
+
+
 #: What each edition promises (the docs' vocabulary page is generated from this).
 EDITION_PROMISES: dict[str, str] = {
     "paper": "the paper's six category x task cells at its pair counts, drawn from the public sources; "

@@ -32,7 +32,7 @@ from automonitor.analysis.report_schema import (
 from automonitor.analysis.view_comparison import compare_all, view_groups
 from automonitor.data.monitor_views import is_silent, render, view_of_run
 from automonitor.jsontypes import JSONObject
-from automonitor.vocab import EDITIONS, ERRATA_FREE_EDITION, LABELS, NEGATIVE, OUTCOMES, POSITIVE
+from automonitor.vocab import EDITIONS, ERRATA_FREE_EDITION, LABELS, NEGATIVE, OUTCOMES, POSITIVE, scored_edition
 
 if TYPE_CHECKING:  # the store is imported where it is read (a cached report imports none of it)
     import numpy as np
@@ -118,8 +118,8 @@ def report(
     extras); see :func:`~automonitor.analysis.assemble.analyze`.
 
     Every run entry carries ``by_tier`` (MR/FAR on the ladder's ``surface`` and ``implicit`` samples,
-    :func:`~automonitor.analysis.difficulty.add_tiers`), ``edition`` (the test-set edition it judged; a run recorded before
-    editions counts as ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
+    :func:`~automonitor.analysis.difficulty.add_tiers`), ``edition`` (the test-set edition it is scored on,
+    :func:`automonitor.vocab.scored_edition`: the one it recorded, else ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
     benign-only controls slice (samples with pair_id ``controls:...``), which never enters the
     edition's MR/FAR; ``coverage`` (how many of its edition's test samples and of the controls it has a
     prediction for; an imported file of part of the test set is ``partial`` and marked, :func:`add_coverage`);
@@ -143,7 +143,7 @@ def report(
     opt: ReportOptions = resolve_options(ReportOptions, options, overrides)
     invalid, edition = opt.invalid, opt.edition
     runs = q.load_runs(engine, run_ids, include_ladder=opt.with_ladder)
-    editions = q.run_editions(engine, list(runs["run_id"]))
+    editions = {rid: scored_edition(ed) for rid, ed in q.recorded_editions(engine, list(runs["run_id"])).items()}
     if edition is not None:
         runs = _runs_of_edition(runs, editions, edition, explicit=bool(run_ids))
     preds = light_predictions(engine, list(runs["run_id"])) if len(runs) else empty_preds()

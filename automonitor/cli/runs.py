@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence, cast
 
 import typer
 
@@ -13,7 +13,7 @@ from automonitor.cli.app import app
 from automonitor.cli.common import INTERRUPTED_EXIT, edition_choices, emit_json, err_console, open_store, rich_table
 from automonitor.cli.logs import is_quiet, run_log
 from automonitor.errors import InputError
-from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES
+from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES, scored_edition
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
@@ -470,24 +470,16 @@ def runs_cmd(
     with engine.connect() as conn:  # Core only: a listing imports neither the ORM nor the tables' classes
         rows = with_liveness(list_runs(conn, include_ladder=ladder))
     if as_json:
-        emit_json({"runs": _with_scored_edition(engine, rows)})
+        emit_json({"runs": _with_scored_edition(rows)})
         return
     _print_runs_table(rows)
 
 
-def _with_scored_edition(engine: Engine, rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
-    """The listed runs, each with ``scored_edition`` added: the edition ``report`` scores it on. ``edition`` stays what the
-    run recorded (``None`` for an imported run); ``scored_edition`` is that, else the edition the analysis
-    infers (``verified`` when a judged sample is adjudicated, else ``paper``:
-    :func:`automonitor.views.sample_sets.run_sample_sets`)."""
-    unrecorded = [str(r["run_id"]) for r in rows if r.get("edition") is None]
-    inferred: dict[str, str] = {}
-    if unrecorded:
-        from automonitor.views.sample_sets import run_sample_sets
-
-        sets = run_sample_sets(engine, unrecorded)
-        inferred = dict(zip(sets["run_id"], sets["edition"])) if len(sets) else {}
-    return [{**r, "scored_edition": r.get("edition") or inferred.get(str(r["run_id"]), "paper")} for r in rows]
+def _with_scored_edition(rows: Sequence[Mapping[str, object]]) -> list[dict[str, object]]:
+    """The listed runs, each with ``scored_edition`` added: the edition ``report`` scores it on
+    (:func:`automonitor.vocab.scored_edition`: the one it recorded, else ``paper``). ``edition`` stays what the run
+    recorded (``None`` for an imported run)."""
+    return [{**r, "scored_edition": scored_edition(cast("str | None", r.get("edition")))} for r in rows]
 
 
 def _check_known(engine: Engine, ids: list[tuple[str, str]]) -> None:

@@ -48,10 +48,10 @@ from automonitor.data.records import (
     iter_jsonl,
 )
 from automonitor.data.row_models import PREDICTION_REQUIRED, PredictionRow, PredictionValues, validate_one
-from automonitor.vocab import CONTROLS_SPLIT, OUTCOMES, TEMPLATES
+from automonitor.vocab import CONTROLS_SPLIT, OUTCOMES, TEMPLATES, scored_edition
 
-#: the edition an imported run is compared on (its ``edition`` is unset, which the report reads as ``paper``)
-IMPORTED_EDITION = "paper"
+#: the edition an imported run is compared on (it records none: :func:`automonitor.vocab.scored_edition`)
+IMPORTED_EDITION = scored_edition(None)
 CHUNK = 2000  # records validated (and looked up in the store) at a time by :func:`validate_stream`
 
 

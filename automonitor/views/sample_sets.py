@@ -10,6 +10,7 @@ import pandas as pd
 from sqlalchemy.engine import Connection, Engine
 
 from automonitor import vocab
+from automonitor.vocab import scored_edition
 from automonitor.analysis import predictions_frame, runs_frame
 
 
@@ -42,20 +43,19 @@ def sample_set_row(
     run_id: str,
     recorded_edition: str | None,
     ids: Iterable[str],
-    adjudicated: bool,
     in_edition: bool = True,
     fingerprint: str | None = None,
 ) -> SampleSetRow:
-    """One :func:`run_sample_sets` row from a run's recorded edition, the ids of the samples it judged,
-    whether one of them is adjudicated and whether the run's samples belong to a built edition
-    (``in_edition``): the edition (recorded, else ``verified`` when a judged sample is adjudicated, else
-    ``paper``: what the analysis reads such a run as), whether it was recorded or inferred, the distinct
-    sample count, the :func:`sample_set_digest` of the ids and the ``sample_set`` text, which names
-    :data:`NO_EDITION` (``paper`` as a store never built reads it) instead of an inferred ``paper`` when the samples are in no edition (imported pairs
-    that no build made members of one; nothing is inferred then). ``fingerprint``: the ids' digest when the
-    caller has it (one per distinct set)."""
-    edition = recorded_edition or ("verified" if adjudicated else "paper")
-    named = recorded_edition is not None or adjudicated or in_edition
+    """One :func:`run_sample_sets` row from a run's recorded edition, the ids of the samples it judged and
+    whether the run's samples belong to a built edition (``in_edition``): the edition it is scored on
+    (:func:`automonitor.vocab.scored_edition`: the recorded one, else ``paper``, as the report scores it),
+    whether it was recorded or not (``edition_inferred``: the rule gave it), the distinct sample count, the
+    :func:`sample_set_digest` of the ids and the ``sample_set`` text, which names :data:`NO_EDITION` (``paper``
+    as a store never built reads it) instead of ``paper`` when an unrecorded run's samples are in no edition
+    (imported pairs that no build made members of one). ``fingerprint``: the ids' digest when the caller has it
+    (one per distinct set)."""
+    edition = scored_edition(recorded_edition)
+    named = recorded_edition is not None or in_edition
     distinct = set(ids)
     fp = fingerprint or sample_set_digest(distinct)
     n = len(distinct)
@@ -84,10 +84,12 @@ def run_sample_sets(
     run with ``run_id, edition, edition_recorded (bool), edition_inferred (bool), n_samples, fingerprint,
     sample_set`` (``"<edition> · <n> samples · <fingerprint>"``; :func:`sample_set_row`).
 
-    ``edition`` is ``run.edition`` when recorded, else inferred: ``verified`` when a judged sample is
-    adjudicated, else ``paper``. The ``sample_set`` text of an unrecorded run none of whose judged samples
-    is a member of an edition (a store of imported pairs) names :data:`NO_EDITION` instead
-    (``edition_inferred`` False); a run that judged nothing in a built store stays ``paper``.
+    ``edition`` is the edition the report scores the run on (:func:`automonitor.vocab.scored_edition`:
+    ``run.edition`` when recorded, else ``paper``; never read from the samples it judged: an imported file that
+    holds an adjudicated ``verified``-only sample is scored on ``paper``, that sample left out). The
+    ``sample_set`` text of an unrecorded run none of whose judged samples is a member of an edition (a store of
+    imported pairs) names :data:`NO_EDITION` instead (``edition_inferred`` False); a run that judged nothing in
+    a built store stays ``paper``.
     Runs without predictions get ``n_samples`` 0 and the fingerprint of the empty set.
 
     ``preds``: the light prediction frame of exactly the runs ``run_ids`` (repeat 0:
@@ -101,16 +103,15 @@ def run_sample_sets(
         runs = q.run_editions(c, run_ids)
         members = set().union(*(qa.edition_member_ids(c, e) for e in vocab.EDITIONS))
         if preds is not None and run_ids is not None:
-            sets, adjudicated = _judged_from_frame(c, run_ids, preds)
+            sets = _judged_from_frame(c, run_ids, preds)
         else:
-            sets, adjudicated = _judged(q.judged_test_samples(c, run_ids))
+            sets = _judged(q.judged_test_samples(c, run_ids))
     digests = {s: sample_set_digest(s) for s in set(sets.values())}  # one per distinct set: most runs share one
     rows = [
         sample_set_row(
             rid,
             edition,
             sets.get(rid, ()),
-            rid in adjudicated,
             in_edition=bool(members) and (rid not in sets or not members.isdisjoint(sets[rid])),
             fingerprint=digests[sets[rid]] if rid in sets else None,
         )
@@ -119,25 +120,19 @@ def run_sample_sets(
     return pd.DataFrame(rows, columns=list(SampleSetRow.__annotations__))  # the columns in the row's order
 
 
-def _judged(rows: Iterable[tuple[str, str, str | None]]) -> tuple[dict[str, frozenset[str]], set[str]]:
-    """``({run_id: the test samples it judged}, the runs that judged an adjudicated one)`` from
-    :func:`store.queries.workbench.judged_test_samples` rows (grouped in plain Python: ~90,000 rows for 30 runs
-    of a paper-sized set)."""
+def _judged(rows: Iterable[tuple[str, str, str | None]]) -> dict[str, frozenset[str]]:
+    """``{run_id: the test samples it judged}`` from :func:`store.queries.workbench.judged_test_samples` rows
+    (grouped in plain Python: ~90,000 rows for 30 runs of a paper-sized set)."""
     ids: dict[str, set[str]] = {}
-    adjudicated: set[str] = set()
-    for rid, sid, source in rows:
+    for rid, sid, _source in rows:
         ids.setdefault(rid, set()).add(sid)
-        if source == "adjudicated":
-            adjudicated.add(rid)
-    return {rid: frozenset(v) for rid, v in ids.items()}, adjudicated
+    return {rid: frozenset(v) for rid, v in ids.items()}
 
 
-def _judged_from_frame(
-    conn: Connection, run_ids: Sequence[str], preds: pd.DataFrame
-) -> tuple[dict[str, frozenset[str]], set[str]]:
+def _judged_from_frame(conn: Connection, run_ids: Sequence[str], preds: pd.DataFrame) -> dict[str, frozenset[str]]:
     """:func:`_judged` of the runs ``run_ids`` from their repeat-0 predictions ``preds`` (a light prediction
-    frame) and the rows of their other repeats: each distinct sample's split and label source looked up once,
-    the frame grouped by run in pandas."""
+    frame) and the rows of their other repeats: which distinct samples are test samples looked up once, the frame
+    grouped by run in pandas."""
     from store.queries import workbench as q
 
     extra = q.other_repeat_samples(conn, run_ids)
@@ -148,8 +143,7 @@ def _judged_from_frame(
     for rid, sid in extra:
         if sid in source:
             sets[rid] = sets.get(rid, frozenset()) | {sid}
-    picked = {s for s, src in source.items() if src == "adjudicated"}
-    return sets, {rid for rid, s in sets.items() if not s.isdisjoint(picked)}
+    return sets
 
 
 def set_archived(engine: Engine, run_id: str, archived: bool = True) -> bool:

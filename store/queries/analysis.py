@@ -73,12 +73,11 @@ def load_runs(engine: Engine, run_ids: Sequence[str] | None = None, *, include_l
     return df
 
 
-def run_editions(engine: Engine, run_ids: Sequence[str]) -> dict[str, str]:
-    """``{run_id: edition}`` for the given runs (unknown ids are left out); a run recorded before
-    editions (edition unset) counts as ``paper``."""
+def recorded_editions(engine: Engine, run_ids: Sequence[str]) -> dict[str, str | None]:
+    """``{run_id: the edition it recorded, None when none}`` for the given runs (unknown ids are left out)."""
     with engine.connect() as c:
         rows = rows_by_ids(c, (run.c.id, run.c.edition), run.c.id, run_ids)
-    return {rid: ed or "paper" for rid, ed in rows}
+    return {rid: ed for rid, ed in rows}
 
 
 def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:

@@ -241,7 +241,7 @@ def test_a_store_of_imported_pairs_names_no_edition_and_a_built_one_keeps_paper(
 def test_sample_sets_from_the_report_frame_are_those_read_from_the_store(engine):
     """``run_sample_sets(..., preds=frame)`` (the HTML report: the runs' repeat-0 predictions read once, only the
     other repeats' rows read again) gives the rows the store read gives: controls left out, a sample judged only
-    in a later repeat counted, adjudicated samples making ``verified``, a run without predictions, edition
+    in a later repeat counted, a run judging an adjudicated sample still ``paper``, a run without predictions, edition
     members, several runs sharing one sample set (one fingerprint)."""
     from datetime import datetime, timezone
 
@@ -287,6 +287,8 @@ def test_sample_sets_from_the_report_frame_are_those_read_from_the_store(engine)
     pd.testing.assert_frame_equal(views.run_sample_sets(engine, runs, preds=frame), from_store)
     rows = from_store.set_index("run_id")
     assert rows.loc["r-a", "n_samples"] == 3 and rows.loc["r-a", "fingerprint"] == rows.loc["r-b", "fingerprint"]
-    assert rows.loc["r-c", "edition"] == "verified" and rows.loc["r-c", "edition_inferred"]
+    # an unrecorded run is scored on paper even when it judged an adjudicated (verified-only) sample, as the report
+    # scores it (automonitor.vocab.scored_edition; tests/analysis/test_scored_edition.py)
+    assert rows.loc["r-c", "edition"] == "paper" and rows.loc["r-c", "edition_inferred"]
     assert rows.loc["r-d", "n_samples"] == 3 and rows.loc["r-d", "fingerprint"] == rows.loc["r-a", "fingerprint"]
     assert rows.loc["r-e", "n_samples"] == 0 and rows.loc["r-b", "edition_recorded"]
