@@ -5,7 +5,7 @@ paired comparisons, front and Pearson r) and returns the validated, typed
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,7 @@ def analyze(
     texts: dict[str, tuple[str, str]] | None = None,
     timings: dict[str, float] | None = None,
     gold_spans: Mapping[str, Sequence[SpanOffsets]] | None = None,
+    not_eligible: Collection[str] = (),
     **overrides: object,
 ) -> Report:
     """The typed :class:`~automonitor.analysis.report_schema.Report` from in-memory frames (no store access;
@@ -46,6 +47,8 @@ def analyze(
             resamples and seed, cost ratio and prevalence, run pairs to compare); a string is the unscored
             policy; ``overrides`` (``n_boot=40``, ``invalid="as-miss"``, ...) replace single fields.
         texts: ``{sample_id: (request, response)}`` for evidence grounding (skipped when ``None``).
+        not_eligible: run ids kept off the Pareto front (``pareto``, ``on_front``) and out of Pearson r (a partial
+            imported run: :func:`automonitor.runs.coverage.not_eligible_reason`); their rates are reported as any.
         timings: if given, filled with wall seconds per phase (slices, bootstrap, roc, grounding,
             paired) and CPU seconds (same names + ``_cpu``), for benchmarks.
         gold_spans: ``{sample_id: [gold span dicts]}``; with ``texts``, evidence runs get
@@ -102,7 +105,7 @@ def analyze(
     pairs_to_compare = default_comparisons(runs) if opt.compare is None else list(opt.compare)
     paired = paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
     clock.lap("paired")
-    rep = _across_runs(entries, paired, invalid, n_boot, seed)
+    rep = _across_runs(entries, paired, invalid, n_boot, seed, set(not_eligible))
     rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
     return Report.model_validate(json_safe(rep))
@@ -124,12 +127,18 @@ def _add_metrics(entries: list[dict[str, Any]], df: pd.DataFrame, enc: Encoded, 
 
 
 def _across_runs(
-    entries: list[dict[str, Any]], paired: list[PairedDict], invalid: str, n_boot: int, seed: int
+    entries: list[dict[str, Any]],
+    paired: list[PairedDict],
+    invalid: str,
+    n_boot: int,
+    seed: int,
+    not_eligible: Collection[str] = (),
 ) -> dict[str, Any]:
     """The report's top level up to ``paired``: the run entries (each gets ``on_front``), the overall
-    Pareto front, Pearson r of (MR, FAR) over runs, the policy and bootstrap parameters."""
-    mr = [e["overall"]["mr"] for e in entries]
-    far = [e["overall"]["far"] for e in entries]
+    Pareto front, Pearson r of (MR, FAR) over runs (the ``not_eligible`` runs left out of both), the policy and
+    bootstrap parameters."""
+    mr = [None if e["run_id"] in not_eligible else e["overall"]["mr"] for e in entries]
+    far = [None if e["run_id"] in not_eligible else e["overall"]["far"] for e in entries]
     front = mt.pareto_front(mr, far) if entries else np.zeros(0, dtype=bool)
     for entry, on_front in zip(entries, front):
         entry["on_front"] = bool(on_front)

@@ -38,6 +38,7 @@ if TYPE_CHECKING:  # the store is imported where it is read (a cached report imp
     import numpy as np
     import numpy.typing as npt
 
+    from automonitor.runs.coverage import Coverage
     from store.queries.rowtypes import SpanRow
 
 
@@ -122,7 +123,8 @@ def report(
     :func:`automonitor.vocab.scored_edition`: the one it recorded, else ``paper``) and ``controls``: ``{"n", "fp", "tn", "unscored", "far"}`` on the
     benign-only controls slice (samples with pair_id ``controls:...``), which never enters the
     edition's MR/FAR; ``coverage`` (how many of its edition's test samples and of the controls it has a
-    prediction for; an imported file of part of the test set is ``partial`` and marked, :func:`add_coverage`);
+    prediction for; an imported file of part of the test set is ``partial``, marked (:func:`add_coverage`) and kept
+    off the Pareto front and out of Pearson r, :func:`automonitor.runs.coverage.not_eligible_reason`);
     a run judged with ``--repeat K`` also ``stability`` (MR/FAR use repeat 0). With
     ``edition``, only runs of that edition are reported (``ValueError`` if it is not
     ``paper``/``verified``); explicit ``run_ids`` of another edition raise ``ValueError`` too.
@@ -138,6 +140,7 @@ def report(
         NotFound for an unknown run id; ValueError for an unknown policy or a bad option value; TypeError
         for an unknown option name.
     """
+    from automonitor.runs.coverage import not_eligible_reason
     from store.queries import analysis as q
 
     opt: ReportOptions = resolve_options(ReportOptions, options, overrides)
@@ -156,15 +159,17 @@ def report(
         texts = _grounding_texts(engine, preds, quoted)
         gold = _gold_spans(engine, preds, evidence_run_ids(runs, preds, quoted))
     analysis_options = AnalysisOptions(**opt.model_dump(exclude={"with_grounding", "edition", "with_ladder"}))
+    coverages = run_coverages(engine, runs, all_preds, editions)
     rep = analyze(
         preds,
         runs,
         analysis_options,
         texts=texts,
         gold_spans=gold,
+        not_eligible={r for r, cov in coverages.items() if not_eligible_reason(cov["partial"])},
     )
     _add_run_extras(engine, rep, editions, controls, invalid)
-    add_coverage(engine, rep, runs, all_preds, editions)
+    add_coverage(rep, coverages)
     _add_views(engine, rep, runs, preds, editions, opt)
     add_difficulty(engine, rep, all_preds, invalid)
     add_tiers(engine, rep, preds, invalid)
@@ -354,23 +359,20 @@ def _add_run_extras(
             entry.stability = st
 
 
-def add_coverage(
-    engine: Engine, rep: Report, runs: pd.DataFrame, preds: pd.DataFrame, editions: dict[str, str]
-) -> None:
-    """Set each run's ``coverage`` (:class:`RunCoverage`, :func:`automonitor.runs.coverage.run_coverage`: how many
-    of its edition's test samples and of the controls it has a prediction for) on ``rep`` in place, and give an
-    imported run that covers part of its edition's test set the mark ``partial: N of M test samples`` in
-    ``answers.marks``, which the text, markdown and HTML reports and the plane show beside it as they show
-    ``lenient parse`` (fresh-user trial 45: ``head -100`` of a predictions file was reported and drawn as a run
-    over all 2,966 test samples). ``runs``: :func:`runs_frame` rows (``kind`` says which runs are imported);
-    ``preds``: their predictions, test samples and controls (an imported run's verdicts outside its edition
-    already dropped); ``editions``: ``{run_id: edition}`` (``paper`` when unset). Reads the edition members and
+def run_coverages(
+    engine: Engine, runs: pd.DataFrame, preds: pd.DataFrame, editions: dict[str, str]
+) -> dict[str, Coverage]:
+    """``{run_id: its Coverage}`` (:func:`automonitor.runs.coverage.run_coverage`: how many of its edition's test
+    samples and of the controls it has a prediction for; ``partial`` for an imported file of part of the test set)
+    for every run of ``runs`` (:func:`runs_frame` rows; ``kind`` says which runs are imported). ``preds``: their
+    predictions, test samples and controls (an imported run's verdicts outside its edition already dropped);
+    ``editions``: ``{run_id: edition}`` (:func:`automonitor.vocab.scored_edition`). Reads the edition members and
     the controls with one Core query each (no ORM on the report's path)."""
-    from automonitor.runs.coverage import coverage_mark, member_ids, run_coverage
+    from automonitor.runs.coverage import member_ids, run_coverage
 
-    if not rep.runs:
-        return
-    edition_of = {e.run_id: editions.get(e.run_id) or "paper" for e in rep.runs}
+    if not len(runs):
+        return {}
+    edition_of = {str(r): editions.get(r) or "paper" for r in runs["run_id"]}
     with engine.connect() as c:
         members, controls = member_ids(c, edition_of.values())
     imported = set(runs.loc[runs["kind"] == "imported", "run_id"]) if "kind" in runs.columns else set()
@@ -383,11 +385,27 @@ def add_coverage(
         mask = sid.isin(members[e]) if len(mine) == len(edition_of) else sid.isin(members[e]) & rid.isin(mine)
         covered |= rid[mask].value_counts().to_dict()
     in_controls = rid[sid.isin(controls)].value_counts().to_dict()
-    for entry in rep.runs:
-        e, r = edition_of[entry.run_id], entry.run_id
-        cov = run_coverage(
+    return {
+        r: run_coverage(
             e, len(members[e]), covered.get(r, 0), len(controls), in_controls.get(r, 0), imported=r in imported
         )
+        for r, e in edition_of.items()
+    }
+
+
+def add_coverage(rep: Report, coverages: dict[str, Coverage]) -> None:
+    """Set each run's ``coverage`` (:class:`RunCoverage`, from ``coverages``: :func:`run_coverages`) on ``rep`` in
+    place, and give an imported run that covers part of its edition's test set the mark ``partial: N of M test
+    samples`` first in ``answers.marks``, which the text, markdown and HTML reports and the plane show beside it as
+    they show ``lenient parse`` (fresh-user trial 45: ``head -100`` of a predictions file was reported and drawn as
+    a run over all 2,966 test samples). Such a run is also kept off the front and out of Pearson r
+    (:func:`report` passes it to :func:`~automonitor.analysis.assemble.analyze` as ``not_eligible``)."""
+    from automonitor.runs.coverage import coverage_mark
+
+    for entry in rep.runs:
+        cov = coverages.get(entry.run_id)
+        if cov is None:
+            continue
         entry.coverage = RunCoverage.model_validate(cov)
         mark = coverage_mark(cov)
         if mark:  # first: it qualifies every rate of the run

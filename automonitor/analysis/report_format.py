@@ -20,6 +20,7 @@ from automonitor.escaping import md_escape  # names are data: no markup, links o
 from automonitor.analysis.report_schema import Report, ReportLike, RunReport, as_report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.data.audit.report_md import fmt2
+from automonitor.runs.coverage import PARTIAL_NOT_ELIGIBLE
 from automonitor.vocab import CATEGORIES, CATEGORY_NAMES, DIFFICULTY_EDITIONS, TEMPLATES
 
 FORMATS = ("markdown", "latex", "csv")
@@ -49,15 +50,16 @@ def errata_lines(rep: ReportLike, editions: Iterable[str] | None = None) -> list
 def coverage_lines(rep: ReportLike) -> list[str]:
     """One plain line per partial run (``coverage.partial``: an imported file covering part of its edition's test
     set, :mod:`automonitor.runs.coverage`), e.g. ``run imp-1 (Vendor) is partial: the imported file covers 100 of
-    the 2,966 test samples of the paper edition; its rates are on those samples only.`` (``[]`` when there is
-    none). A ``--limit`` or ``--view`` run is never partial. Plain text: escape it for its medium."""
+    the 2,966 test samples of the paper edition; its rates are on those samples only (an imported part of
+    the test set is not stratified, ...).`` with :data:`automonitor.runs.coverage.PARTIAL_NOT_ELIGIBLE` (``[]`` when there is none). A ``--limit`` or ``--view`` run is never partial. Plain text: escape it for its medium."""
     out = []
     for r in as_report(rep).runs:
         cov = r.coverage
         if cov is not None and cov.partial:
             out.append(
                 f"run {r.run_id} ({r.monitor}) is partial: the imported file covers {cov.covered:,} of the "
-                f"{cov.members:,} test samples of the {cov.edition} edition; its rates are on those samples only."
+                f"{cov.members:,} test samples of the {cov.edition} edition; its rates are on those samples only "
+                f"({PARTIAL_NOT_ELIGIBLE})."
             )
     return out
 

@@ -94,6 +94,25 @@ def coverage_mark(cov: Coverage) -> str:
     return f"partial: {cov['covered']:,} of {cov['members']:,} test samples" if cov["partial"] else ""
 
 
+#: Why a partial run is not eligible on the plane: drawn hollow, off the Pareto front and out of Pearson r (the
+#: report's ``pareto`` / ``pearson_r``, the Trade-off page and the HTML plane); its hover and the text report's line
+#: say it. Unlike a ``--limit`` run (stratified by category x task, so its overall rates are comparable), an imported
+#: part of the test set is whatever the file held (``head -100`` can be one category).
+PARTIAL_NOT_ELIGIBLE = (
+    "an imported part of the test set is not stratified, so its overall MR/FAR are not comparable: not on the "
+    "Pareto front or in Pearson r"
+)
+
+
+def not_eligible_reason(partial: bool | None) -> str | None:
+    """The ONE rule that keeps a run's coverage from the comparison across runs: :data:`PARTIAL_NOT_ELIGIBLE` for a
+    ``partial`` run (``coverage.partial``: an imported file of part of its edition's test set), ``None`` for any
+    other (no coverage known counts as whole). Read where the report's front and Pearson r are computed
+    (:func:`automonitor.analysis.from_store.report`) and where the plane decides eligibility
+    (:func:`automonitor.views.honest_points`)."""
+    return PARTIAL_NOT_ELIGIBLE if partial else None
+
+
 def coverage_line(cov: Coverage) -> str:
     """What an imported file covers, one plain line: ``the file covers 100 of the 2,966 test samples of the
     paper edition and 0 of the 301 controls``."""

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import pandas as pd
 
 from automonitor.escaping import plot_text
+from automonitor.views.honest_points import TOO_FEW
 from automonitor.views.tradeoff import pareto_ids
 from automonitor.vocab import VIEWS
 
@@ -368,11 +369,16 @@ def _run_spec(
     others: Sequence[tuple[float, float]] = (),
 ) -> TraceSpec:
     """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
-    "(too few samples)" in the name and hover) runs ``d``, at their drawn positions, with text labels
+    "(too few samples)" in the name, each run's ``not_eligible`` reason in its hover: too few judged samples or a
+    partial import) runs ``d``, at their drawn positions, with text labels
     when ``d`` has a ``label`` column and marker sizes by ``size_col`` scaled over ``all_points``. As
     ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     color = TEMPLATE_COLORS.get(template, "#6b7280")
     has_text = "label" in d
+    custom = _hover_customdata(d)
+    if not eligible:  # why each is hollow ([13]): too few judged samples, or a partial import (honest_points)
+        why = d["not_eligible"] if "not_eligible" in d else pd.Series([""] * len(d), index=d.index)
+        custom = [(*c, plot_text(w or TOO_FEW)) for c, w in zip(custom, why)]
     size: float | list[float] = marker_sizes(d, size_col, all_points) if size_col else 11
     if eligible:
         marker = dict(size=size, color=color, line=dict(width=1, color="white"))
@@ -399,12 +405,8 @@ def _run_spec(
         marker=marker,
         error_x=_error_bar(_ci_err(d, "far", "far_lo", "far_hi"), eligible),
         error_y=_error_bar(_ci_err(d, "mr", "mr_lo", "mr_hi"), eligible),
-        customdata=_hover_customdata(d),
-        hovertemplate=(
-            _RUN_HOVER
-            + ("" if eligible else "<br><i>too few judged samples: not on the front</i>")
-            + _extra(hover_action)
-        ),
+        customdata=custom,
+        hovertemplate=(_RUN_HOVER + ("" if eligible else "<br><i>%{customdata[13]}</i>") + _extra(hover_action)),
     )
 
 

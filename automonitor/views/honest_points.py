@@ -31,6 +31,9 @@ SHOW_DUPLICATES_LABEL = "Show derived runs identical to an input"
 DEFAULT_MIN_N = 100
 """Default minimum number of judged samples (TP+FN+FP+TN) of a slice for a run to enter the Pareto front."""
 
+TOO_FEW = "too few judged samples: not on the front"
+"""Why a run under the minimum sample size is drawn hollow (its hover says it)."""
+
 
 TEMPLATE_SHORT = {
     "direct": "direct",
@@ -205,7 +208,10 @@ def honest_points(
             ``show_duplicates`` (then flagged ``duplicate_of`` and kept off the front).
 
     Returns:
-        the points with MR/FAR defined plus ``judged`` (int), ``eligible`` (bool), ``on_front`` (the
+        the points with MR/FAR defined plus ``judged`` (int), ``eligible`` (bool: at least ``min_n`` judged, not
+        ``not_eligible`` in ``points`` (a partial imported run, :func:`automonitor.views.tradeoff_points`), complete
+        unless ``include_incomplete``, no hidden duplicate), ``not_eligible`` (why a run is drawn hollow, for its
+        hover: the points' reason, else :data:`TOO_FEW` under ``min_n``; ``""`` otherwise), ``on_front`` (the
         Pareto front among eligible points *of the same edition*), ``label`` (short text; a run judged
         under a monitor view other than ``full`` ends with ``[view]``),
         ``x_plot``/``y_plot`` (coincident points spread apart), ``coincide`` (group size), ``archived``.
@@ -227,9 +233,16 @@ def honest_points(
     p["incomplete"] = p["status_text"] != ""
     p = _with_sample_sets(p, sets)
     p["judged"] = judged(p)
+    if "not_eligible" not in p:
+        p["not_eligible"] = ""
+    p["not_eligible"] = p["not_eligible"].fillna("").astype(str)
     p["eligible"] = (
-        (p["judged"] >= min_n) & (include_incomplete | ~p["incomplete"].astype(bool)) & (p["duplicate_of"] == "")
+        (p["judged"] >= min_n)
+        & (p["not_eligible"] == "")
+        & (include_incomplete | ~p["incomplete"].astype(bool))
+        & (p["duplicate_of"] == "")
     )
+    p["not_eligible"] = [why or (TOO_FEW if n < min_n else "") for why, n in zip(p["not_eligible"], p["judged"])]
     p["on_front"] = front_by_edition(p)
     bk = backends or {}
     views = p["view"] if "view" in p else pd.Series(["full"] * len(p), dtype=object)

@@ -295,7 +295,7 @@ def plane_pearson(pts: pd.DataFrame, *, p_value: bool = False) -> tuple[float | 
 
 def every_run_note(rep: Report, plane_front: Sequence[str], plane_r: float | None) -> str | None:
     """One sentence giving the report's own Pareto front and Pearson r (``rep.pareto``, ``rep.pearson_r``: over
-    every run, no minimum sample size: what ``report --json`` holds) when they differ from the plane's
+    every run but a partial import, no minimum sample size: what ``report --json`` holds) when they differ from the plane's
     (``plane_front`` run ids, ``plane_r``: runs with fewer than :data:`DEFAULT_MIN_N` judged samples or
     unfinished left out), saying why; ``None`` when both agree."""
     same_r = (plane_r is None) == (rep.pearson_r is None) and (
@@ -314,7 +314,8 @@ def every_run_note(rep: Report, plane_front: Sequence[str], plane_r: float | Non
         )
     )
     return (
-        f"Over every run, with no minimum sample size (the JSON report's pareto and pearson_r): Pareto front "
+        f"Over every run but a partial import (never comparable), with no minimum sample size (the JSON report's "
+        f"pareto and pearson_r): Pareto front "
         f"{', '.join(rep.pareto) or '-'}; Pearson r(MR, FAR) {r_json}. The front and r above leave out runs with "
         f"fewer than {DEFAULT_MIN_N} judged samples or unfinished: their rates are too uncertain to rank."
     )

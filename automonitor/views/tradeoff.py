@@ -16,6 +16,7 @@ from automonitor.analysis.report_schema import Report, ReportLike, as_report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
 from automonitor.escaping import esc
 from automonitor.jsontypes import JSONValue
+from automonitor.runs.coverage import not_eligible_reason
 from automonitor.views.cells import MISSING, cell, display_frame
 from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points
 
@@ -69,7 +70,9 @@ def tradeoff_points(
 
     ``report``: a :class:`automonitor.analysis.report_schema.Report` (or its dict, validated against the schema).
     Columns: run_id, monitor, template, kind, n, mr, far, mr_lo, mr_hi, far_lo, far_hi (Wilson 95%),
-    unscored, unscored_rate, tp, fn, fp, tn, on_front, marks (what the run is marked with: ``partial: N of M test
+    unscored, unscored_rate, tp, fn, fp, tn, on_front (never a ``not_eligible`` run), not_eligible (why the run is
+    not eligible whatever its size, :func:`automonitor.runs.coverage.not_eligible_reason`: a partial imported run;
+    ``""`` for another), marks (what the run is marked with: ``partial: N of M test
     samples``, ``lenient parse``, ``legacy score``, ``errors N%``; comma-separated, empty when none); on the overall slice, one column per
     registered run metric (:mod:`automonitor.analysis.run_metrics`) under its label (a number as it is,
     another value as its display text; runs without it missing).
@@ -84,7 +87,11 @@ def tradeoff_points(
     slices = {e.run_id: e.slice(category, task) for e in typed.runs}
     for k in ("tp", "fn", "fp", "tn"):
         pts[k] = [getattr(slices[r], k) if slices[r] is not None else None for r in pts["run_id"]]
-    pts["on_front"] = metrics.pareto_front(list(pts["mr"]), list(pts["far"])) if len(pts) else pd.Series(dtype=bool)
+    why = {e.run_id: not_eligible_reason(e.coverage.partial if e.coverage else None) or "" for e in typed.runs}
+    pts["not_eligible"] = [why.get(r, "") for r in pts["run_id"]]
+    off = list(pts["not_eligible"] != "")
+    mr, far = ([None if o else v for v, o in zip(pts[c], off)] for c in ("mr", "far"))
+    pts["on_front"] = metrics.pareto_front(mr, far) if len(pts) else pd.Series(dtype=bool)
     marks = {e.run_id: ", ".join(e.answers.marks) if e.answers else "" for e in typed.runs}
     pts["marks"] = [marks.get(r, "") for r in pts["run_id"]]
     if category is None and task is None:  # a registered metric is over all of a run's samples

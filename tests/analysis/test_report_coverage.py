@@ -155,3 +155,54 @@ def test_coverage_counts_out_of_range_are_refused(counts):
     else:
         with pytest.raises(ValueError, match="coverage counts out of range"):
             run_coverage("paper", *counts, imported=True)
+
+
+def test_a_partial_import_is_not_eligible_on_the_plane_or_in_the_json(engine, tmp_path):
+    """A partial imported run with enough judged samples is still not comparable (an imported part is not
+    stratified, unlike a ``--limit`` run): off the JSON ``pareto`` and out of ``pearson_r``, drawn hollow and off
+    the front on the plane (Trade-off page and HTML report, the same ``honest_points``), the reason in its hover
+    and in the text report's line. Its five verdicts are all right (MR = FAR = 0): without the rule it would be
+    the whole front."""
+    from automonitor.runs.coverage import PARTIAL_NOT_ELIGIBLE
+    from automonitor.views import tradeoff_figure
+
+    url = engine.url.render_as_string(hide_password=False)
+    ids, test_lines, _control = _store(engine)
+    _import(url, _write(tmp_path / "whole.jsonl", test_lines), "Whole")
+    gold = analysis.predictions_frame(engine, [ids["full"]])
+    right = [  # the right verdict on each test sample (the controls left out)
+        {"sample_id": s, "outcome": lab}
+        for s, lab, pair in zip(gold["sample_id"], gold["label"], gold["pair_id"])
+        if not pair.startswith("controls:")
+    ]
+    head = right[:5]
+    assert {r["outcome"] for r in head} == {"misbehavior", "benign"}
+    part = json.loads(_import(url, _write(tmp_path / "head.jsonl", head), "Head", "--json").stdout)["run_id"]
+
+    doc = json.loads(run_cli_in_process(["report", "--json", "--n-boot", "20"], db=url).stdout)
+    runs = {r["run_id"]: r for r in doc["runs"]}
+    assert runs[part]["coverage"]["partial"] and runs[part]["overall"]["mr"] == runs[part]["overall"]["far"] == 0
+    assert part not in doc["pareto"] and not runs[part]["on_front"] and doc["pareto"]
+    rated = [r for r in doc["runs"] if r["overall"]["mr"] is not None and r["overall"]["far"] is not None]
+    assert doc["pearson_n"] == len(rated) - 1
+    rep = analysis.report(engine, n_boot=20)
+    # the plane: with a minimum of 1 every other run is solid, the partial run hollow with its reason
+    pts = honest_points(tradeoff_points(rep), min_n=1).set_index("run_id")
+    assert not pts.loc[part, "eligible"] and not pts.loc[part, "on_front"]
+    assert pts.loc[part, "not_eligible"] == PARTIAL_NOT_ELIGIBLE
+    others = pts.drop(index=part)
+    assert others["eligible"].all() and (others["not_eligible"] == "").all()
+    assert sorted(pts.index[pts["on_front"]]) == sorted(doc["pareto"])  # the plane and the JSON agree
+    fig = tradeoff_figure(pts.reset_index())
+    hollow = [t for t in fig.data if str(t.name).endswith("(too few samples)")]
+    said = {c[0]: c[13] for t in hollow for c in t.customdata}
+    assert said == {part: PARTIAL_NOT_ELIGIBLE} and "customdata[13]" in hollow[0].hovertemplate
+    # under the default minimum (100) the small runs say so and the partial run keeps its own reason
+    small = honest_points(tradeoff_points(rep)).set_index("run_id")
+    assert small.loc[part, "not_eligible"] == PARTIAL_NOT_ELIGIBLE
+    assert (small.drop(index=part)["not_eligible"] == "too few judged samples: not on the front").all()
+    # the HTML report's plane is the same honest_points; its page carries the reason
+    assert "not stratified" in report_html.build(engine, rep)
+    text = run_cli_in_process(["report", "--n-boot", "20"], db=url).stdout
+    line = next(x for x in text.splitlines() if f"run {part} (Head) is partial" in x)
+    assert PARTIAL_NOT_ELIGIBLE in line
