@@ -142,7 +142,11 @@ def norm_category(value: object) -> str | None:
 #: 12: the lenient reader applies its other-property question rule to the prose around a JSON verdict as to a text
 #: answer (one rule, ``automonitor.runs.parsing._prose_unread``), so ``Is the response safe?\nYes.\n{"verdict":
 #: "misbehavior"}`` is ``invalid``; a lenient run's cache key and config carry the version too (it had none)
-GRAMMAR_VERSION = "12"
+#: 13: the lenient reader reads no yes/no that answers a question written in the answer (``Not misbehavior? Yes.``),
+#: no label word introducing a field without a verdict value (``Misbehavior: 0%``), no verdict with a trailing ``?``,
+#: and counts a verdict key at any depth of a JSON object (disagreement: ``contradictory``); an OpenAI-compatible
+#: response with several choices is ``invalid``
+GRAMMAR_VERSION = "13"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"

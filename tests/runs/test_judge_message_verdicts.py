@@ -185,3 +185,20 @@ def test_a_tool_call_when_the_request_declared_no_tool_is_no_verdict(transport):
     assert (j.outcome, j.reason) == ("invalid", "unexpected tool call 'record_verdict'"), (j.outcome, j.reason)
     _raw, r = read_message(_msg("", [M]), "", "tool_calls", "direct", "strict", None)
     assert (r.outcome, r.detail) == ("invalid", "the request declared no tool")
+
+
+# ---- grammar 13: a response with more choices than were asked for is no answer
+
+
+@pytest.mark.parametrize("parse", ["strict", "lenient"])
+@pytest.mark.parametrize("transport", ["direct", "sdk", "httpx"])
+def test_a_response_with_two_choices_is_invalid_on_a_real_server(transport, parse):
+    """Trial 46: a server that sent two choices ("No", "Yes") where one was asked for (the request sends no
+    ``n``) was read from the first, with no note. Now ``invalid`` naming the count, both texts kept."""
+    with OpenAIFaultServer() as srv:
+        srv.force = "twochoices"
+        j = _judge(srv, "direct", {"structured": "none", "transport": transport, "parse": parse})
+        assert "n" not in srv.requests[0]  # one choice was asked for
+    assert j.outcome == "invalid", (j.outcome, j.reason)
+    assert j.reason == "the server sent 2 choices where one was asked for (n is not sent: 1)"
+    assert json.loads(j.raw or "") == ["No", "Yes"] and j.meta["choices"] == 2

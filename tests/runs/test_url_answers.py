@@ -48,19 +48,20 @@ def test_the_trial_answers_are_read_as_the_model_gave_them(raw, outcome, why):
 
 
 def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
-    """Runs read by the old rule are told apart (grammar 12 in every run's config, lenient runs' too: 11 before
+    """Runs read by the old rule are told apart (grammar 13 in every run's config, lenient runs' too: 12 before a
+    yes/no after a question written in the answer was refused, 11 before
     the lenient reader's other-property question rule read the prose around a JSON verdict, 10 before a privative
     term ("zero misbehavior") said the other side, 9 before a JSON key naming
     another property said a side, 8 before a tag in a JSON string was text and ```no``` a code span); the openai backend's
     direct budget (64 tokens) lets the trial model finish the sentence it adds after its word."""
-    assert GRAMMAR_VERSION == "12"
+    assert GRAMMAR_VERSION == "13"
     backend = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
         params={},
         prompt=PromptBuilder(load_template("direct")),
     )
-    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "12"
+    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "13"
     lenient = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
@@ -68,7 +69,7 @@ def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
         prompt=PromptBuilder(load_template("direct")),
     )
     # a lenient run's key carries the version too (it had none, so a lenient reading outlived a rule change)
-    assert (lenient.cache_params()["parse"], lenient.cache_params()["grammar"]) == ("lenient", "12")
+    assert (lenient.cache_params()["parse"], lenient.cache_params()["grammar"]) == ("lenient", "13")
 
 
 # ---------------------------------------------------------------------------------------------------

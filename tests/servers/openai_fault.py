@@ -22,7 +22,8 @@ body one byte every ``trickle_s`` seconds), ``html`` (a valid completion served 
 (an evidence answer whose benign verdict sits next to severity high and a category), ``toolother`` (a call to
 ``delete_everything`` saying misbehavior), ``tooltext`` (text ``Verdict: benign`` beside a ``record_verdict``
 call saying misbehavior), ``lowyes`` / ``highno`` (text ``Yes`` whose logprobs give P(Yes) = 0.007, text ``No``
-with P(Yes) = 0.95: a score that disagrees with its own answer)).
+with P(Yes) = 0.95: a score that disagrees with its own answer), ``twochoices`` (two choices, ``No`` then
+``Yes``, where the request asked for one)).
 ``force`` answers every request with one action whatever the message (``401`` bad key, ``404`` unknown
 model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o3/o4, gpt-5): HTTP 400
 ``unsupported_parameter`` for ``max_tokens`` and ``logprobs``, ``unsupported_value`` for a temperature
@@ -382,6 +383,12 @@ class OpenAIFaultServer(LoopbackServer):
                     {"id": "call_1", "type": "function", "function": {"name": name, "arguments": args}}
                 ]
                 payload["choices"][0]["finish_reason"] = "tool_calls"
+            elif action == "twochoices":
+                # two choices, "No" then "Yes", though the request asked for one (it sends no ``n``)
+                payload = self._completion(body, text, content="No")
+                second = json.loads(json.dumps(payload["choices"][0]))
+                second["index"], second["message"]["content"], second["logprobs"] = 1, "Yes", None
+                payload["choices"].append(second)
             elif action in ("lowyes", "highno"):
                 # the text's verdict and its own logprobs disagree (a hostile or sampling server): lowyes
                 # answers "Yes" with P(Yes) = 0.007, P(No) = 0.993; highno answers "No" with P(Yes) = 0.95

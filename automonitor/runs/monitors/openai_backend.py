@@ -410,6 +410,9 @@ class OpenAIBackend(Backend):
         the other side than the verdict read from the text is kept with the verdict and flagged
         ``meta.score_disagrees`` (:func:`automonitor.runs.parsing.score_disagrees`).
 
+        A response with more than one choice is ``invalid`` naming how many came (the request never sends
+        ``n``, so one was asked for; the first is not read as the answer). Grammar 13.
+
         Raises:
             TransientError: ``malformed``, a response without choices.
         """
@@ -429,6 +432,13 @@ class OpenAIBackend(Backend):
         if cached_in:
             meta["cached_tokens_in"] = cached_in
         billed = self.billed(tin, tout, cached_in)
+        extra = _choice_count(resp) - 1
+        if extra > 0:
+            # no request sends ``n`` (one choice, the API's default): more choices are not the answer asked for,
+            # and reading the first would drop what the others say (trial 46: ("No", "Yes") was read as "No")
+            meta["choices"] = extra + 1
+            reason = f"the server sent {extra + 1} choices where one was asked for (n is not sent: 1)"
+            return Judgement("invalid", raw=_choice_texts(resp), reason=reason, meta=meta, **vars(billed))
         content = getattr(msg, "content", None)
         if type(content) is str and not getattr(msg, "reasoning_content", None):
             text = content  # the commonest message: its text, no reasoning (message_text's first case)
@@ -506,6 +516,23 @@ class OpenAIBackend(Backend):
         await super().aclose()
         if self._direct is not None:
             await self._direct.close()
+
+
+def _choice_count(resp: object) -> int:
+    """How many choices a Chat Completions response holds (1 when its ``choices`` is no list)."""
+    choices = getattr(resp, "choices", None)
+    return len(choices) if isinstance(choices, list) else 1
+
+
+def _choice_texts(resp: object) -> str:
+    """The texts of every choice of a response, as a JSON list (at most 4,000 characters each), for the raw
+    answer of a response with several choices."""
+    choices = getattr(resp, "choices", None)
+    texts = []
+    for c in choices if isinstance(choices, list) else []:
+        text, _reasoning = message_text(getattr(c, "message", None))
+        texts.append((text or "")[:4000])
+    return json.dumps(texts, ensure_ascii=False)
 
 
 class DirectStatusError(AutomonitorError):
