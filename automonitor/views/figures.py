@@ -92,7 +92,7 @@ def tradeoff_figure(
         traces += _view_specs(pts)
     if front:
         traces += _front_specs(pts, front)
-    pts, reported_pos = _with_label_layout(pts, reported, front)
+    pts, reported_pos = _with_label_layout(pts, reported, front, plot_px=label_plot_px(height))
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
     labelled = _labelled_positions(done, reported)
     for tpl, eligible, group in _template_groups(done):
@@ -142,12 +142,16 @@ def tradeoff_figure_json(
 
 
 def _with_label_layout(
-    pts: pd.DataFrame, reported: pd.DataFrame | None, front: Sequence[str] | None
-) -> tuple[pd.DataFrame, list[str | None] | None]:
-    """The runs ``pts`` with a ``label_pos`` column (:func:`label_layout` over every labelled point of the
+    pts: pd.DataFrame,
+    reported: pd.DataFrame | None,
+    front: Sequence[str] | None,
+    *,
+    plot_px: tuple[float, float] | None = None,
+) -> tuple[pd.DataFrame, list[tuple[str, str] | None] | None]:
+    """The runs ``pts`` with ``label_pos`` and ``label_drawn`` columns (:func:`place_labels` over every labelled point of the
     plane: the runs, then the ``reported`` points; the Pareto ``front`` placed first, then the other
     eligible runs, the reported points, the rest) and the reported points' positions (``None`` when there
-    are none). ``pts`` without a ``label`` column is returned as is."""
+    are none), in the plot area ``plot_px`` (px). ``pts`` without a ``label`` column is returned as is."""
     has_runs = not pts.empty and "label" in pts
     has_rep = reported is not None and not reported.empty
     if not (has_runs or has_rep):
@@ -172,21 +176,30 @@ def _with_label_layout(
         texts += [str(t) for t in (reported["monitor"] if "monitor" in reported else reported["label"])]
         centers += list(zip(rx, ry))
         rank += [2] * len(rx)
-    pos = label_layout(xs, ys, texts, order=sorted(range(len(xs)), key=lambda i: (rank[i], i)), centers=centers)
+    order = sorted(range(len(xs)), key=lambda i: (rank[i], i))
+    placed = place_labels(xs, ys, texts, order=order, centers=centers, plot_px=plot_px)
     n = len(pts) if has_runs else 0
     if has_runs:
         pts = pts.copy()
-        pts["label_pos"] = pos[:n]
-    return pts, (pos[n:] if has_rep else None)
+        pts["label_pos"] = [p[0] if p else None for p in placed[:n]]
+        pts["label_drawn"] = [p[1] if p else "" for p in placed[:n]]
+    return pts, (placed[n:] if has_rep else None)
 
 
 def _text_and_positions(d: pd.DataFrame, fallback: Sequence[str]) -> tuple[list[str], list[str]]:
-    """The escaped label texts of ``d`` and their positions: ``label_pos`` where :func:`label_layout` placed
-    them (a label it found no room for is left out: empty text, the hover names the run), else ``fallback``."""
+    """The escaped label texts of ``d`` (``label_drawn``: in the lines :func:`place_labels` chose) and their
+    positions: ``label_pos`` where it placed them (a label it found no room for is left out: empty text, the hover names the run), else ``fallback``."""
     if "label_pos" not in d:
         return [plot_text(t) for t in d["label"]], list(fallback)
     pos = [p if isinstance(p, str) else None for p in d["label_pos"]]  # pandas may hold None as NaN
-    return [plot_text(t) if p else "" for t, p in zip(d["label"], pos)], [p or "top center" for p in pos]
+    drawn = d["label_drawn"] if "label_drawn" in d else d["label"]
+    return [_drawn_text(t) if p else "" for t, p in zip(drawn, pos)], [p or "top center" for p in pos]
+
+
+def _drawn_text(text: object) -> str:
+    """A label as plotly draws it: each line of ``text`` (lines joined by ``"\\n"``, :func:`place_labels`)
+    escaped by :func:`plot_text`, joined by ``<br>``."""
+    return "<br>".join(plot_text(line) for line in str(text).split("\n"))
 
 
 def _labelled_positions(done: pd.DataFrame, reported: pd.DataFrame | None) -> list[tuple[float, float]]:
@@ -228,7 +241,10 @@ def _view_specs(points: pd.DataFrame) -> list[TraceSpec]:
     """One dotted grey line (``Scatter`` keyword arguments, :data:`TraceSpec`) per (monitor, template) whose
     runs in ``points`` cover at least two monitor views (column ``view``): through its points in
     :data:`automonitor.vocab.VIEWS` order (the newest run of a view, i.e. the last row, stands for it), at
-    their drawn positions, the views named on hover. ``[]`` without a ``view`` column or such a group."""
+    their drawn positions, under the runs' markers; its ``text`` names the views. It takes no hover and no
+    click (``hoverinfo="skip"``): a point on it is hovered and clicked as the run it is (trial 46: the line's
+    "monitor views" hover covered the reasoning-view point and a click opened nothing). ``[]`` without a
+    ``view`` column or such a group."""
     if "view" not in points or points.empty:
         return []
     # only the groups under two views or more draw a line: the others (every group, when all runs judged one
@@ -252,7 +268,7 @@ def _view_specs(points: pd.DataFrame) -> list[TraceSpec]:
                 showlegend=False,
                 line=dict(color="#6b7280", width=1.5, dash="dot"),
                 text=[plot_text(f"{mon} {tpl} [{v}]") for v in g["view"]],
-                hovertemplate="%{text}<extra>monitor views</extra>",
+                hoverinfo="skip",  # the runs' points under it take the hover and the click (their labels say the view)
             )
         )
     return traces
@@ -493,24 +509,28 @@ def _incomplete_spec(d: pd.DataFrame, *, included: bool = False, hover_action: s
 def _reported_specs(
     reported: pd.DataFrame,
     others: Sequence[tuple[float, float]] = (),
-    positions: Sequence[str | None] | None = None,
+    positions: Sequence[tuple[str, str] | None] | None = None,
 ) -> list[TraceSpec]:
     """The six reported points, one trace per template: black diamonds (filled for ``evidence*``, open
     otherwise) labelled with the monitor (or ``label``), no run id; legend :data:`REPORTED_LEGEND` and a
     hover saying they come from a secondary summary, not the paper's v2 text, and are not measured.
-    ``positions``: each point's label position from :func:`label_layout` (``None``: no room, no label),
+    ``positions``: each point's label position and drawn text from :func:`place_labels` (``None``: no room,
+    no label),
     else :func:`label_positions` among ``others``. As ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
     reported = reported.reset_index(drop=True)
-    placed: Sequence[str | None] = (
+    names_all = reported["monitor"] if "monitor" in reported else reported["label"]
+    placed: Sequence[tuple[str, str] | None] = (
         positions
         if positions is not None
-        else label_positions(list(reported["far"]), list(reported["mr"]), others=others)
+        else [
+            (p, str(t))
+            for p, t in zip(label_positions(list(reported["far"]), list(reported["mr"]), others=others), names_all)
+        ]
     )
     groups = list(reported.groupby("template", sort=True)) if "template" in reported else [(None, reported)]
     traces = []
     for tpl, d in groups:
-        names = d["monitor"] if "monitor" in d else d["label"]
-        text = [plot_text(t) if placed[i] else "" for i, t in zip(d.index, names)]
+        text = [_drawn_text(placed[i][1]) if placed[i] else "" for i in d.index]
         traces.append(
             dict(
                 x=d["far"],
@@ -518,7 +538,7 @@ def _reported_specs(
                 mode="markers+text",
                 name=REPORTED_LEGEND + (f": {plot_text(tpl)}" if tpl else ""),
                 text=text,
-                textposition=[placed[i] or "top center" for i in d.index],
+                textposition=[p[0] if (p := placed[i]) else "top center" for i in d.index],
                 textfont=dict(size=10, color="#374151", shadow="auto"),
                 customdata=[plot_text(t) for t in d["label"]],
                 marker=dict(
@@ -613,6 +633,15 @@ def label_positions(
 #: the axis span (``range=[-0.03, 1.03]``), the text's size (font 10 px: at most ~6 px a character, 13 px a
 #: line) and a marker's half width (px).
 LABEL_PLOT_PX = (640.0, 420.0)
+#: The figure's height (px) around its plot area: margins, the legend above the plot and the x axis's ticks and
+#: title below it (the Trade-off page's 400 px figure has a ~297 px plot area at 1280x720). The layout takes
+#: the plot area as ``height - LABEL_FRAME_PX`` (:func:`label_plot_px`): never taller than the drawn one, so two
+#: points are never farther apart in the layout than on the screen.
+LABEL_FRAME_PX = 105.0
+#: How much nearer (px) a label's box must be to its own point than to any other point (:func:`label_layout`),
+#: so a reader attributes every label to its own point without hovering (trial 46: "thresholds ..." was drawn
+#: as far from its own point as from rules-v1's, right under rules-v1's marker).
+LABEL_CLEAR_PX = 3.0
 LABEL_AXIS_SPAN = 1.06
 LABEL_CHAR_PX = 6.2
 LABEL_LINE_PX = 13.0
@@ -621,11 +650,11 @@ _VERTS = ("top", "bottom", "middle")
 _HORIZS = ("center", "right", "left")
 
 
-def _label_box(pos: str, cx: float, cy: float, width: float) -> tuple[float, float, float, float]:
-    """The pixel box ``(x0, y0, x1, y1)`` (y up) of a label of ``width`` px at plotly ``textposition``
-    ``pos`` next to a marker at ``(cx, cy)`` px."""
+def label_box(pos: str, cx: float, cy: float, width: float, lines: int = 1) -> tuple[float, float, float, float]:
+    """The pixel box ``(x0, y0, x1, y1)`` (y up) of a label of ``width`` px and ``lines`` lines at plotly
+    ``textposition`` ``pos`` next to a marker at ``(cx, cy)`` px."""
     vert, horiz = pos.split()
-    r, h = LABEL_MARKER_PX, LABEL_LINE_PX
+    r, h = LABEL_MARKER_PX, LABEL_LINE_PX * lines
     side = 0.7 * r if vert != "middle" else r  # a corner position sits off the marker's diagonal
     x0 = {"center": cx - width / 2, "right": cx + side, "left": cx - side - width}[horiz]
     y0 = {"top": cy + r, "bottom": cy - r - h, "middle": cy - h / 2}[vert]
@@ -636,6 +665,31 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
+def label_plot_px(height: float) -> tuple[float, float]:
+    """The plot area ``(width, height)`` in pixels that :func:`label_layout` assumes for a plane figure
+    ``height`` px tall: :data:`LABEL_PLOT_PX`'s width (narrower than the page's plot) and ``height -``
+    :data:`LABEL_FRAME_PX` (at least 100 px)."""
+    return LABEL_PLOT_PX[0], max(100.0, float(height) - LABEL_FRAME_PX)
+
+
+def box_distance(box: tuple[float, float, float, float], cx: float, cy: float) -> float:
+    """The distance (px) from the point ``(cx, cy)`` to the nearest point of ``box`` ``(x0, y0, x1, y1)``;
+    0 inside it."""
+    dx = max(box[0] - cx, 0.0, cx - box[2])
+    dy = max(box[1] - cy, 0.0, cy - box[3])
+    return float((dx * dx + dy * dy) ** 0.5)
+
+
+def two_lines(text: str) -> str | None:
+    """``text`` broken at the space nearest its middle into two lines joined by ``"\\n"``; ``None`` without
+    a space."""
+    spaces = [i for i, c in enumerate(text) if c == " "]
+    if not spaces:
+        return None
+    cut = min(spaces, key=lambda i: abs(2 * i - len(text)))
+    return text[:cut] + "\n" + text[cut + 1 :]
+
+
 def label_layout(
     x: Sequence[float],
     y: Sequence[float],
@@ -644,7 +698,25 @@ def label_layout(
     order: Sequence[int] | None = None,
     centers: Sequence[tuple[float, float]] | None = None,
     edge: float = 0.12,
+    plot_px: tuple[float, float] | None = None,
 ) -> list[str | None]:
+    """The positions of :func:`place_labels` with one-line labels only (a label with no room on one line
+    is left out): a plotly ``textposition`` per point or ``None``."""
+    placed = place_labels(x, y, texts, order=order, centers=centers, edge=edge, plot_px=plot_px, wrap=False)
+    return [p[0] if p else None for p in placed]
+
+
+def place_labels(
+    x: Sequence[float],
+    y: Sequence[float],
+    texts: Sequence[str],
+    *,
+    order: Sequence[int] | None = None,
+    centers: Sequence[tuple[float, float]] | None = None,
+    edge: float = 0.12,
+    plot_px: tuple[float, float] | None = None,
+    wrap: bool = True,
+) -> list[tuple[str, str] | None]:
     """Where each point's text label goes so that no two labels are drawn over each other: a plotly
     ``textposition`` per point, or ``None`` where no side of the point has room (that label is left out;
     the point's hover still names it).
@@ -654,38 +726,51 @@ def label_layout(
     first tries the position :func:`label_positions` prefers (below a close neighbour above it, inward near
     the plane's edges, away from the centre of coincident points spread by ``centers``), then the other
     corners, then beside it, keeping the edge rule; it takes the first whose estimated box (the text's
-    width at :data:`LABEL_CHAR_PX` a character in the plot area :data:`LABEL_PLOT_PX`) overlaps no label
-    placed before it and no other point's marker. Returns one entry per point, in input order."""
+    width at :data:`LABEL_CHAR_PX` a character in the plot area ``plot_px``, :func:`label_plot_px` of the
+    figure's height; default :data:`LABEL_PLOT_PX`) overlaps no label placed before it and is nearer its own point than any other point by
+    :data:`LABEL_CLEAR_PX` at least (:func:`box_distance`; the points coincident with it, spread apart around
+    the same ``centers`` entry, excepted: they share its place), so each label reads as its own point's. A box must also lie inside the
+    plot area (plotly clips a label at its border). ``wrap``: a label with no room on one line then tries
+    every position again broken into two lines (:func:`two_lines`). Returns one entry per point, in input
+    order: ``(textposition, text as drawn: its lines joined by "\\n")``, or ``None`` (no room: left out)."""
     n = len(x)
     preferred = label_positions(x, y, centers=centers, edge=edge)
-    sx = LABEL_PLOT_PX[0] / LABEL_AXIS_SPAN
-    sy = LABEL_PLOT_PX[1] / LABEL_AXIS_SPAN
+    plot_px = plot_px or LABEL_PLOT_PX
+    sx = plot_px[0] / LABEL_AXIS_SPAN
+    sy = plot_px[1] / LABEL_AXIS_SPAN
+    pad = (LABEL_AXIS_SPAN - 1) / 2  # the axis range is [-pad, 1 + pad]
+    lo_x, hi_x, lo_y, hi_y = -pad * sx, (1 + pad) * sx, -pad * sy, (1 + pad) * sy
     px = [(float(a) * sx, float(b) * sy) for a, b in zip(x, y)]
-    m = LABEL_MARKER_PX
-    markers = [(cx - m, cy - m, cx + m, cy + m) for cx, cy in px]
-    # the markers a label must keep off: not those touching its own (coincident points spread apart)
-    apart = [
-        [j for j, (cx, cy) in enumerate(px) if j != i and max(abs(cx - px[i][0]), abs(cy - px[i][1])) > 2 * m]
-        for i in range(n)
-    ]
+    # the points a label must keep away from: not those at its own place (coincident runs, spread apart around
+    # one centre by honest_points: their labels point away from it, each into its own quadrant)
+    at = list(centers) if centers is not None else px
+    apart = [[j for j in range(n) if j != i and at[j] != at[i] and px[j] != px[i]] for i in range(n)]
     placed: list[tuple[float, float, float, float]] = []
-    out: list[str | None] = [None] * n
+    out: list[tuple[str, str] | None] = [None] * n
     for i in order if order is not None else range(n):
         text = str(texts[i])
         if not text:
             continue
-        width = LABEL_CHAR_PX * len(text)
         cands = [preferred[i]] + [f"{v} {h}" for v in _VERTS for h in _HORIZS if (v, h) != ("middle", "center")]
-        for pos in dict.fromkeys(cands):  # preferred first, no repeats
+        forms = [text] + ([t] if wrap and (t := two_lines(text)) else [])
+        tries = [(form, pos) for form in forms for pos in dict.fromkeys(cands)]  # preferred first, no repeats
+        for form, pos in tries:
+            lines = form.split("\n")
+            width = LABEL_CHAR_PX * max(len(line) for line in lines)
             v, h = pos.split()
             if (x[i] < edge and h != "right") or (x[i] > 1 - edge and h != "left"):
                 continue
             if (y[i] > 1 - edge / 2 and v == "top") or (y[i] < edge / 2 and v == "bottom"):
                 continue
-            box = _label_box(pos, *px[i], width)
-            if any(_overlap(box, b) for b in placed) or any(_overlap(box, markers[j]) for j in apart[i]):
+            box = label_box(pos, *px[i], width, len(lines))
+            if not (lo_x <= box[0] and box[2] <= hi_x and lo_y <= box[1] and box[3] <= hi_y):
+                continue  # plotly clips a label at the plot's border
+            if any(_overlap(box, b) for b in placed):
                 continue
-            out[i] = pos
+            near = box_distance(box, *px[i]) + LABEL_CLEAR_PX
+            if any(box_distance(box, *px[j]) < near for j in apart[i]):
+                continue
+            out[i] = (pos, form)
             placed.append(box)
             break
     return out

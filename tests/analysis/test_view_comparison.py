@@ -139,7 +139,7 @@ def test_plane_and_drilldown_name_and_show_the_view(engine):
     labels = dict(zip(pts["run_id"], pts["label"]))
     assert labels[ids["reasoning"]].endswith("[reasoning]") and "[" not in labels[ids["full"]]
     fig = views.tradeoff_figure(pts)
-    (line,) = [t for t in fig.data if getattr(t, "hovertemplate", None) and "monitor views" in t.hovertemplate]
+    (line,) = [t for t in fig.data if str(t.name).startswith("views: ")]
     assert len(line.x) == 2 and [t.endswith(f"[{v}]") for t, v in zip(line.text, ("full", "reasoning"))] == [True] * 2
     # reasoning-only: every hack missed (fn); the drill-down shows the reasoning, not the code
     fn = cell_samples(engine, ids["reasoning"], "fn")

@@ -189,18 +189,21 @@ def test_labels_of_different_traces_are_pushed_apart_too():
 
 
 def _drawn_label_boxes(fig):
-    """The estimated pixel box of every label the figure draws (``views.figures._label_box`` at the
-    layout's scale), with its text."""
+    """The estimated pixel box of every label the figure draws (``views.figures.label_box`` at the
+    layout's scale for the figure's height, a label on two lines two lines high), with its text (its lines
+    joined by a space)."""
     from automonitor.views import figures as f
 
-    sx, sy = (p / f.LABEL_AXIS_SPAN for p in f.LABEL_PLOT_PX)
+    sx, sy = (p / f.LABEL_AXIS_SPAN for p in f.label_plot_px(fig.layout.height))
     out = []
     for t in fig.data:
         if not t.mode or "text" not in t.mode:
             continue
         for x, y, text, pos in zip(t.x, t.y, t.text, t.textposition):
             if text:
-                out.append((text, f._label_box(pos, x * sx, y * sy, f.LABEL_CHAR_PX * len(text))))
+                lines = text.split("<br>")
+                width = f.LABEL_CHAR_PX * max(len(line) for line in lines)
+                out.append((" ".join(lines), f.label_box(pos, x * sx, y * sy, width, len(lines))))
     return out
 
 
