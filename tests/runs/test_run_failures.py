@@ -51,6 +51,29 @@ def test_closed_port_fails_within_ten_calls_and_resumes_once_the_server_is_up(en
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_judge_that_drops_every_connection_is_said_reached_not_unreachable(engine, monkeypatch, transport):
+    """Trial 46 (U4): a judge server that took the requests and dropped each connection before a complete
+    answer failed the run (rc 1, right) with "no call reached the judge ... start the server or correct
+    --base-url", though it had received the calls. The line now says it was reached, how many calls did,
+    and points at the server, not at the URL; nothing is judged, every sample stays pending."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 6)
+    with OpenAIFaultServer() as srv:
+        srv.force = "reset"  # the connection accepted, the request read, then reset
+        rid = runner.create_run(
+            engine, "openai:m", "direct", base_url=srv.base_url, params={**FAST, "transport": transport}
+        )
+        out = runner.execute_run(engine, rid)
+        received = srv.stats()["total"]
+    status, error = _status(engine, rid)
+    assert status == "failed" and received >= 3
+    assert "no call reached the judge" not in error and "start the server" not in error, error
+    assert f"the judge at {srv.base_url} was reached but answered no call" in error, error
+    assert "calls reached it and lost their connection before an answer" in error and "--resume" in error, error
+    assert out["counts"]["error"] == 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 @pytest.mark.parametrize("force", ["quota", "401", "403", "404"])
 def test_permanent_failures_fail_fast_name_the_cause_and_resume(engine, monkeypatch, transport, force):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)

@@ -198,16 +198,16 @@ def classify_sdk_error(exc: BaseException) -> Exception:
         status = (
             getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
         )
-    if status is None and _transport_failure(exc):
-        return TransientError("connection", f"{name}: {exc} ({_transport_failure(exc)})")
+    if status is None and (cause := _transport_failure(exc)):
+        return TransientError("connection", f"{name}: {exc} ({cause})", reached=_dropped(exc))
     if "Timeout" in name:
         return TransientError("timeout", str(exc))
     if name == "APIResponseValidationError" or (isinstance(exc, ValueError) and status is None):
         return TransientError("malformed", f"{name}: {exc}")
-    if status is None:
+    if status is None:  # no connect-phase failure in its causes: the connection was made, then dropped
         if "Connection" in name:
-            return TransientError("connection", str(exc))
-        return TransientError("connection", f"{name}: {exc}")
+            return TransientError("connection", str(exc), reached=True)
+        return TransientError("connection", f"{name}: {exc}", reached=True)
     headers = getattr(getattr(exc, "response", None), "headers", None)
     ra = retry_after_seconds(headers)
     body = getattr(exc, "body", None)
@@ -224,7 +224,23 @@ def classify_sdk_error(exc: BaseException) -> Exception:
     return PermanentError(f"{name}: {exc}", status=status, code=code if isinstance(code, str) else None)
 
 
+#: the transport failures (:func:`_transport_failure`) of a connection that was made, then dropped
+_DROPPED_NAMES = ("ConnectionResetError", "BrokenPipeError", "ConnectionAbortedError")
 _CONNECT_NAMES = ("ConnectError", "ClientConnector", "ConnectTimeout", "gaierror", "SSLError", "CertificateError")
+
+
+def _dropped(exc: BaseException) -> bool:
+    """Whether ``exc``'s cause chain holds a connection made, then dropped (:data:`_DROPPED_NAMES`: a reset, a
+    broken pipe), whatever wraps it (the SDK's aiohttp transport reports a reset as ``APITimeoutError`` caused
+    by httpx's ``ConnectTimeout`` caused by aiohttp's ``ClientOSError`` caused by ``ConnectionResetError``)."""
+    seen: set[int] = set()
+    x: BaseException | None = exc
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        if type(x).__name__ in _DROPPED_NAMES:
+            return True
+        x = x.__cause__ or x.__context__
+    return False
 
 
 def _transport_failure(exc: BaseException) -> str | None:

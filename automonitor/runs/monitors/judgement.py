@@ -324,12 +324,20 @@ class TransientError(AutomonitorError):
             ``malformed`` (a body that is not the documented shape).
         retry_after: seconds the server asked to wait (``Retry-After``), or ``None``.
         status: HTTP status code when there was one.
+        reached: for ``connection``: the connection to the judge was made (the request went out) and then
+            dropped (reset, closed mid-answer), as opposed to a connection never made (refused, DNS, TLS).
     """
 
     def __init__(
-        self, kind: TransientKind, message: str = "", *, retry_after: float | None = None, status: int | None = None
+        self,
+        kind: TransientKind,
+        message: str = "",
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+        reached: bool = False,
     ):
-        self.kind, self.retry_after, self.status = kind, retry_after, status
+        self.kind, self.retry_after, self.status, self.reached = kind, retry_after, status, reached
         super().__init__(redact(f"{kind}{f' (HTTP {status})' if status else ''}: {message}")[:500])
 
     @property

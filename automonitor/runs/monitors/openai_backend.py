@@ -625,8 +625,9 @@ class DirectChat:
             raise TransientError("timeout", f"{type(exc).__name__}: {exc}") from exc
         except asyncio.TimeoutError as exc:  # the total deadline
             raise TransientError("timeout", f"no complete answer within the {self.timeout:g} s deadline") from exc
-        except aiohttp.ClientError as exc:
-            raise TransientError("connection", f"{type(exc).__name__}: {exc}") from exc
+        except aiohttp.ClientError as exc:  # a connection never made (refused, DNS, TLS) or made, then dropped
+            reached = not isinstance(exc, aiohttp.ClientConnectorError)
+            raise TransientError("connection", f"{type(exc).__name__}: {exc}", reached=reached) from exc
         try:
             # a success is decoded straight into namespaces (the C decoder's object hook: no second walk)
             data = (

@@ -67,6 +67,9 @@ class RetryPolicy:
 #: which the judge counts as unreachable: every further attempt fails at once, run-wide (fail-fast)
 UNREACHABLE_AFTER = 3
 NEVER_REACHED = "never_reached"
+#: the run-wide code of a judge whose connections were made but dropped before any answer (reset, closed
+#: mid-answer): as many such transport failures as make :data:`NEVER_REACHED`, at least one of them reached
+JUDGE_DROPPED = "judge_dropped"
 #: the run-wide code of a judge that answered, then stopped: :data:`LOST_AFTER` transport failures in a row
 #: (connection refused, reset, DNS, TLS: no HTTP status) with no answer between them
 JUDGE_LOST = "judge_lost"
@@ -115,7 +118,8 @@ class Circuit:
     """Whether an execution has reached its judge. Until a first answer (any answer, or an HTTP error
     that is not run-wide: 401/403/404, quota), at most :data:`UNREACHABLE_AFTER` calls are in flight at once; after that many transport
     failures (``TransientError`` kind ``connection``: refused, DNS, TLS) with no answer, :meth:`check`
-    raises a run-wide :class:`PermanentError` (code :data:`NEVER_REACHED`) instead of sending, and after
+    raises a run-wide :class:`PermanentError` (code :data:`NEVER_REACHED`, or :data:`JUDGE_DROPPED` when one of
+    them reached the judge and lost its connection before an answer: :attr:`reached`) instead of sending, and after
     that many run-wide permanent failures (401/403/404, quota) it raises the last one again, so a run
     against a closed port or an exhausted account stops within a few calls. After the first answer,
     :attr:`lost_after` transport failures in a row with no answer between them, over :data:`LOST_SECONDS`
@@ -133,6 +137,7 @@ class Circuit:
         self.lost_since = 0.0  # time.monotonic() of the streak's first transport failure
         self.answered = False
         self.failures = 0
+        self.reached = 0  # of ``failures``: those whose connection was made, then dropped (TransientError.reached)
         self.last: str = ""
         self.refused: list[PermanentError] = []  # run-wide permanent failures before any answer
         self.lost = 0  # transport failures in a row since the last answer (after the first one)
@@ -154,6 +159,13 @@ class Circuit:
             last = self.refused[-1]
             raise PermanentError(str(last), status=last.status, code=last.code, run_wide=True)
         if not self.answered and self.failures >= self.limit:
+            if self.reached:  # the server took calls, then dropped them: it is there, but answers none
+                raise PermanentError(
+                    f"{self.reached} of {self.failures} calls reached it and lost their connection before an "
+                    f"answer, the last: {self.last}",
+                    code=JUDGE_DROPPED,
+                    run_wide=True,
+                )
             raise PermanentError(
                 f"{self.failures} transport failures, the last: {self.last}",
                 code=NEVER_REACHED,
@@ -223,6 +235,7 @@ class Circuit:
                 self.lost += 1
             else:
                 self.failures += 1
+                self.reached += bool(getattr(exc, "reached", False))
             self.last = str(exc)
         elif _is_no_answer(exc):  # the address answers (or holds the call), but no usable answer came back
             if self.failing == 0:
@@ -234,7 +247,7 @@ class Circuit:
                 self.lost = 0
                 self._first_answer()
         elif isinstance(exc, PermanentError) and exc.run_wide:  # a refusal of every call is no answer
-            if not self.answered and exc.code != NEVER_REACHED:
+            if not self.answered and exc.code not in (NEVER_REACHED, JUDGE_DROPPED):
                 self.refused.append(exc)
         else:  # an HTTP error: the server is there
             self.lost = 0

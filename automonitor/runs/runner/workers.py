@@ -18,6 +18,7 @@ from automonitor.runs.monitors.judgement import QUOTA_CODES
 from automonitor.vocab import DEFAULT_VIEW
 from automonitor.runs.params import redact_url, scrub, url_secrets
 from automonitor.runs.runner.retries import (
+    JUDGE_DROPPED,
     JUDGE_LOST,
     NEVER_REACHED,
     SERVER_FAILING,
@@ -79,6 +80,12 @@ def fail_fast_message(
         return (
             f"{'stopped: ' if stopped else ''}no call reached the judge{at} ({_clip(detail)}); fix: start the server or correct "
             f"--base-url, {resume}"
+        )
+    if code == JUDGE_DROPPED:
+        return (
+            f"{'stopped: ' if stopped else ''}the judge{at} was reached but answered no call: it dropped the "
+            f"connection before a complete answer ({_clip(detail)}); fix: check the judge server and its log, "
+            f"{resume}"
         )
     if code == JUDGE_LOST:
         return (
@@ -428,7 +435,8 @@ class Execution:
     def _permanent_failure(self, j: Judgement, unreached: bool = False) -> None:
         """Count a run-wide permanent failure; the :data:`FAIL_FAST_AFTER`-th identical one stops the
         execution (``fatal``: the cause and the fix, :func:`fail_fast_message`)."""
-        unreached_code = (JUDGE_LOST if self.circuit.answered else NEVER_REACHED) if unreached else None
+        lost = JUDGE_LOST if self.circuit.answered else (JUDGE_DROPPED if self.circuit.reached else NEVER_REACHED)
+        unreached_code = lost if unreached else None
         sig = (j.meta.get("status"), j.meta.get("code") or unreached_code)
         self.permanent[sig] += 1
         n = self.permanent[sig]
