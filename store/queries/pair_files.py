@@ -54,8 +54,9 @@ def export_samples(
     ``rejected`` | ``all``; ``split``: ``test`` | ``train`` | ``controls`` | ``all``, ``test`` and ``train``
     filtering only samples that have a split (candidates have none), ``controls`` only the controls; ``edition`` (gold ``test`` only): that edition's members
     (:func:`store.queries.samples.edition_filter`, which raises ``InputError`` for an unknown edition);
-    ``label_source``: only that provenance. Gold ``test`` samples leave adjudicated pairs out (the paper
-    mirror; they belong to edition ``verified``). The values are trusted (the caller checks them)."""
+    ``label_source``: only that provenance. Without ``edition``, gold ``test`` samples leave adjudicated pairs
+    out (the paper mirror); with one, its membership alone decides (``verified`` holds the adjudicated pairs).
+    The values are trusted (the caller checks them)."""
     from store.queries.samples import edition_filter
 
     q = sa.select(Sample)
@@ -69,6 +70,6 @@ def export_samples(
         q = q.where(col(Sample.split) == split)
     elif split != "all":
         q = q.where(sa.or_(col(Sample.split) == split, col(Sample.split).is_(None)))
-    if split == "test" and status == "gold":
+    if split == "test" and status == "gold" and edition is None:
         q = q.where(col(Sample.label_source) != "adjudicated")
     return list(session.execute(q).scalars())

@@ -113,3 +113,44 @@ def test_edition_selection_in_run_and_report(cli, db_url, engine, tmp_path):
         db=db_url,
     )
     assert json.loads(no_ctrl.stdout)["n"] == 4
+
+
+def test_export_of_an_edition_writes_its_members_adjudicated_ones_included(cli, db_url, engine, tmp_path):
+    """``export --edition verified`` writes the adjudicated pairs that ``verified`` holds (they were left out of
+    every gold test export, whatever the edition); ``--edition paper`` leaves them out as before."""
+    from store import session_scope
+    from store.models import Sample
+
+    f = tmp_path / "pairs.jsonl"
+    write_pairs(f)
+    assert cli(["import", str(f)], db=db_url).returncode == 0
+    with session_scope(engine) as s:  # p4 was adjudicated: a member of verified only
+        s.execute(sa.update(Sample).where(Sample.pair_id == "p4").values(label_source="adjudicated"))
+    _mark(engine, "paper", ["p1", "p2", "p3"])
+    _mark(engine, "verified", ["p1", "p4"])
+    got = {}
+    for ed in ("paper", "verified"):
+        out = tmp_path / f"{ed}.jsonl"
+        res = cli(["export", str(out), "--edition", ed], db=db_url)
+        assert res.returncode == 0, res.stderr
+        got[ed] = {(json.loads(x)["pair_id"], json.loads(x)["label_source"]) for x in out.read_text().splitlines()}
+    assert {p for p, _ in got["paper"]} == {"p1", "p2", "p3"}
+    assert got["verified"] == {("p1", "human_per_response"), ("p4", "adjudicated")}
+    # what the export wrote is what run --edition verified judges
+    res = cli(
+        [
+            "run",
+            "--monitor",
+            "rules",
+            "--template",
+            "direct",
+            "--edition",
+            "verified",
+            "--no-controls",
+            "--quiet",
+            "--json",
+        ],
+        db=db_url,
+    )
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["n"] == 2 * len(got["verified"])
