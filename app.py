@@ -81,7 +81,14 @@ elif account is not None:
         }
     )
 else:
-    router = st.navigation({"Workbench": _pages("workbench")})
+    # the annotation and admin pages stay reachable at their URLs (hidden): they say that they need accounts
+    # and how to create one (auth.require_login), instead of the Overview served silently under /label
+    needs_accounts = [
+        st.Page(str(HERE / p.path), title=p.nav.title, icon=p.nav.icon, url_path=p.url, visibility="hidden")
+        for p in PAGES
+        if p.nav.access in ("annotation", "admin")
+    ]
+    router = st.navigation({"Workbench": _pages("workbench") + needs_accounts})
     with st.sidebar:
         st.caption(
             "Local single-user workbench (no accounts). To enable double-blind annotation and logins, "

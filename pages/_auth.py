@@ -28,13 +28,29 @@ def any_accounts() -> bool:
     return _any(loaders.engine())
 
 
+#: What a labelling or admin page (Label, Agreement, Adjudicate, Accounts) says when the store has no accounts:
+#: the app is then a local single-user workbench, which hides these pages from its navigation but still serves
+#: them at their URLs with this text (trial 46: /label showed the Overview without a word).
+NO_ACCOUNTS = (
+    "This page needs accounts (labelling, agreement, adjudication and account management are done by "
+    "logged-in people), and this store has none: the app is a local single-user workbench. Create an admin "
+    "account on the command line, e.g. `automonitor users add alice --role admin --password-stdin`, then "
+    "reload this page and log in."
+)
+
+
 def require_login(message: str, *, admin: bool = False):
-    """The logged-in ``automonitor.annotation.accounts.Account``; when there is none (or, with ``admin``, it is not
-    an admin) the page shows ``message`` as an error and stops. Calls ``ensure_navigation`` first."""
+    """The logged-in ``automonitor.annotation.accounts.Account``; when the store has no accounts the page shows
+    :data:`NO_ACCOUNTS` (why it is empty, and the command that creates one) and stops; when no one is logged in
+    (or, with ``admin``, the account is not an admin) it shows ``message`` as an error and stops. Calls
+    ``ensure_navigation`` first."""
     from automonitor.annotation.accounts import Account
 
     navigation.ensure_navigation()
     account = current_account()
+    if account is None and not any_accounts():  # a local workbench: the page is reached by its URL only
+        st.warning(NO_ACCOUNTS)
+        st.stop()
     if not isinstance(account, Account) or (admin and account.role != "admin"):
         st.error(message)
         st.stop()
