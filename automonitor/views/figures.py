@@ -374,6 +374,18 @@ def _hover_customdata(d: pd.DataFrame) -> list[tuple[Any, ...]]:
     )
 
 
+def hollow_legend(d: pd.DataFrame) -> str:
+    """The legend's words for a template's hollow runs ``d`` (their ``not_eligible`` reasons, empty or missing
+    for too few judged samples): ``too few samples`` when every run is hollow for that, ``partial import`` when
+    every run is a partial imported file, ``not eligible`` for a mix (each hover gives its own reason)."""
+    from automonitor.runs.coverage import PARTIAL_NOT_ELIGIBLE
+
+    why = set(d["not_eligible"].fillna("").replace(TOO_FEW, "")) if "not_eligible" in d else {""}
+    if why <= {""}:
+        return "too few samples"
+    return "partial import" if why == {PARTIAL_NOT_ELIGIBLE} else "not eligible"
+
+
 def _run_spec(
     d: pd.DataFrame,
     template: str,
@@ -385,7 +397,7 @@ def _run_spec(
     others: Sequence[tuple[float, float]] = (),
 ) -> TraceSpec:
     """The trace of one template's eligible (filled markers, error bars) or ineligible (hollow markers,
-    "(too few samples)" in the name, each run's ``not_eligible`` reason in its hover: too few judged samples or a
+    :func:`hollow_legend` in the name, each run's ``not_eligible`` reason in its hover: too few judged samples or a
     partial import) runs ``d``, at their drawn positions, with text labels
     when ``d`` has a ``label`` column and marker sizes by ``size_col`` scaled over ``all_points``. As
     ``Scatter`` keyword arguments (:data:`TraceSpec`)."""
@@ -414,7 +426,7 @@ def _run_spec(
         x=d["x_plot"],
         y=d["y_plot"],
         mode="markers+text" if has_text else "markers",
-        name=f"runs: {plot_text(template)}" + ("" if eligible else " (too few samples)"),
+        name=f"runs: {plot_text(template)}" + ("" if eligible else f" ({hollow_legend(d)})"),
         text=text,
         textposition=textposition,
         textfont=dict(size=10, color=color, shadow="auto"),  # a halo keeps labels legible over lines and markers

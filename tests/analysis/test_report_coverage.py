@@ -194,7 +194,7 @@ def test_a_partial_import_is_not_eligible_on_the_plane_or_in_the_json(engine, tm
     assert others["eligible"].all() and (others["not_eligible"] == "").all()
     assert sorted(pts.index[pts["on_front"]]) == sorted(doc["pareto"])  # the plane and the JSON agree
     fig = tradeoff_figure(pts.reset_index())
-    hollow = [t for t in fig.data if str(t.name).endswith("(too few samples)")]
+    hollow = [t for t in fig.data if str(t.name).endswith("(partial import)")]
     said = {c[0]: c[13] for t in hollow for c in t.customdata}
     assert said == {part: PARTIAL_NOT_ELIGIBLE} and "customdata[13]" in hollow[0].hovertemplate
     # under the default minimum (100) the small runs say so and the partial run keeps its own reason

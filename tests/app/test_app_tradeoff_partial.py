@@ -34,7 +34,7 @@ def test_a_partial_import_is_hollow_on_the_page_with_its_reason(tmp_path):
             assert table.loc[part, "judged"] == 30 and not table.loc[part, "eligible"]
             assert not table.loc[part, "on_front"] and table.loc["r-whole", "eligible"]
             spec = json.loads(at.get("plotly_chart")[0].proto.spec)
-            hollow = [t for t in spec["data"] if str(t.get("name", "")).endswith("(too few samples)")]
+            hollow = [t for t in spec["data"] if str(t.get("name", "")).endswith("(partial import)")]
             said = {c[0]: c[13] for t in hollow for c in t["customdata"]}
             assert said.get(part) == PARTIAL_NOT_ELIGIBLE
             assert all("%{customdata[13]}" in t["hovertemplate"] for t in hollow)
