@@ -79,10 +79,12 @@ def test_the_view_line_leaves_hover_and_click_to_the_points(browser, tmp_path):
     try:
         at = _open(page, tmp_path)
         for run, x, y in (("r5", 0.481, 0.471), ("r4", 0.339, 0.329)):  # the reasoning and answer views
-            page.mouse.move(*at(x, y))
-            page.wait_for_timeout(300)
-            hover = page.evaluate("document.querySelector('#plane .hoverlayer').textContent")
-            assert f"run {run}" in hover and "monitor views" not in hover, hover
+            page.mouse.move(at(x, y)[0] - 40, at(x, y)[1] + 40)  # from off the point, as a reader's pointer comes
+            page.mouse.move(*at(x, y), steps=4)
+            hover = "document.querySelector('#plane .hoverlayer').textContent"
+            page.wait_for_function(f"{hover}.length > 0")
+            text = page.evaluate(hover)
+            assert f"run {run}" in text and "monitor views" not in text, text
             page.mouse.click(*at(x, y))
             page.wait_for_function("window.clicks.length > 0")
             assert page.evaluate("window.clicks.pop()") == [["runs: direct", run]]
