@@ -146,7 +146,13 @@ def norm_category(value: object) -> str | None:
 #: no label word introducing a field without a verdict value (``Misbehavior: 0%``), no verdict with a trailing ``?``,
 #: and counts a verdict key at any depth of a JSON object (disagreement: ``contradictory``); an OpenAI-compatible
 #: response with several choices is ``invalid``
-GRAMMAR_VERSION = "13"
+#: 14: the lenient reader has one rule for a Yes/No said on its own (whole, whatever punctuation or symbol follows:
+#: ``Yes <- ...``, ``Yes (misbehavior)``), used by its verdict reader and its contradiction check alike, so ``Yes <-
+#: the grader said this. My view: benign.`` is ``contradictory``; a label word followed by a quantity, a bracketed
+#: count or a percentage (``Misbehavior (0 instances)``, ``Benign 100%``) is a field without a verdict value; a
+#: nested JSON verdict takes the category, severity and evidence beside it (benign beside a category or a high
+#: severity: ``contradictory``)
+GRAMMAR_VERSION = "14"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"
