@@ -24,3 +24,24 @@ def test_torch_and_the_llamacpp_judge_run_on_one_thread_in_the_suite():
 
     assert torch.get_num_threads() == 1
     assert LlamaCppParams().n_threads == 1 and LlamaCppParams(n_threads=3).n_threads == 3
+
+
+def test_property_tests_have_no_per_example_deadline():
+    """A property test fails on what it asserts, never on a slow example of a loaded machine (the suite's
+    hypothesis profile: ``deadline=None``), also where a test's own ``@settings`` sets other options."""
+    from hypothesis import given, settings, strategies as st
+
+    assert settings().deadline is None
+
+    seen = []
+
+    @settings(max_examples=3)
+    @given(st.integers())
+    def slow(i):
+        import time
+
+        time.sleep(0.25)  # past hypothesis's 200 ms default
+        seen.append(i)
+
+    slow()
+    assert len(seen) >= 3
