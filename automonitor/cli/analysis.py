@@ -302,6 +302,26 @@ def _plane_front(rep: Report, engine: Engine) -> tuple[set[str], set[str], tuple
     )
 
 
+def hollow_line(rep: Report, hollow: set[str]) -> str:
+    """The text report's line on the runs drawn hollow (``hollow``: their ids, from :func:`_plane_front`), each
+    counted under its reason: a partial imported file (``coverage.partial``: off the JSON report's front too) or
+    unfinished / under the plane's minimum of judged samples (off the plane's front only; the JSON report's
+    ``on_front`` counts those)."""
+    from automonitor.views.honest_points import DEFAULT_MIN_N
+
+    partial = {r.run_id for r in rep.runs if r.coverage is not None and r.coverage.partial} & hollow
+    small = len(hollow - partial)
+    parts = []
+    if small:
+        parts.append(
+            f"{small} run(s) unfinished or with fewer than {DEFAULT_MIN_N} judged samples (the JSON report's on_front"
+            " counts them)"
+        )
+    if partial:
+        parts.append(f"{len(partial)} partial import(s) (off the JSON report's front too)")
+    return f"hollow: {'; '.join(parts)}: drawn hollow on the plane and left off the front and Pearson r there"
+
+
 def _print_rich(rep: Report, engine: Engine) -> None:
     """The report as rich tables: runs, Pareto front and Pearson r, stability, paired comparisons and
     trivial baselines (each table only when it has rows). The front column and line follow the plane's rule
@@ -335,12 +355,7 @@ def _print_rich(rep: Report, engine: Engine) -> None:
         con.print(line)
     con.print(f"Pareto front: {', '.join(r.run_id for r in rep.runs if r.run_id in front) or '-'}")
     if hollow:
-        from automonitor.views.honest_points import DEFAULT_MIN_N
-
-        con.print(
-            f"hollow: {len(hollow)} run(s) unfinished or with fewer than {DEFAULT_MIN_N} judged samples, drawn hollow"
-            " on the plane and left off the front and Pearson r there (the JSON report's on_front counts every run)"
-        )
+        con.print(hollow_line(rep, hollow))
     con.print(
         "Pearson r(MR, FAR): "
         + (

@@ -183,6 +183,11 @@ def test_a_partial_import_is_not_eligible_on_the_plane_or_in_the_json(engine, tm
     runs = {r["run_id"]: r for r in doc["runs"]}
     assert runs[part]["coverage"]["partial"] and runs[part]["overall"]["mr"] == runs[part]["overall"]["far"] == 0
     assert part not in doc["pareto"] and not runs[part]["on_front"] and doc["pareto"]
+    # the text report's hollow line gives each hollow run its own reason (every run here judges < 100 samples)
+    text = run_cli_in_process(["report", "--n-boot", "20"], db=url).stdout
+    hollow = next(line for line in text.splitlines() if line.startswith("hollow:"))
+    assert f"{len(runs) - 1} run(s) unfinished or with fewer than 100 judged samples" in hollow
+    assert "1 partial import(s) (off the JSON report's front too)" in hollow
     rated = [r for r in doc["runs"] if r["overall"]["mr"] is not None and r["overall"]["far"] is not None]
     assert doc["pearson_n"] == len(rated) - 1
     rep = analysis.report(engine, n_boot=20)
