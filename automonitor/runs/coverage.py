@@ -115,7 +115,7 @@ def not_eligible_reason(partial: bool | None) -> str | None:
 
 def coverage_line(cov: Coverage) -> str:
     """What an imported file covers, one plain line: ``the file covers 100 of the 2,966 test samples of the
-    paper edition and 0 of the 301 controls``."""
+    paper edition and 0 of the 2,142 controls``."""
     return (
         f"the file covers {cov['covered']:,} of the {cov['members']:,} test samples of the {cov['edition']} "
         f"edition and {cov['controls']:,} of the {cov['controls_members']:,} controls"
