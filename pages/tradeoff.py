@@ -92,7 +92,7 @@ with f5.popover("Options", width="stretch"):
     show_archived = st.toggle("Show archived runs", key=arch_key)
     inc_key = url_state.seed_state(PAGE, "incomplete", False, valid=[True], cast=lambda v: v == "1")
     include_incomplete = st.toggle(
-        "Cancelled / partial runs may enter the front",
+        "Cancelled / unfinished runs may enter the front",
         key=inc_key,
         help="Their rates rest on the samples judged before they stopped; by default they are drawn as grey "
         "crosses and left off the Pareto front.",

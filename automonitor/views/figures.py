@@ -75,7 +75,7 @@ def tradeoff_figure(
     ``localisation`` (frame ``run_id, localised_share, localised, loc_tp`` from
     :func:`automonitor.views.tradeoff.localisation_shares`): runs are also coloured by their localised
     hits share (:func:`_localisation_spec`, a 0-1 colour scale on top of their markers).
-    ``include_incomplete``: cancelled / partial runs were allowed onto the Pareto front
+    ``include_incomplete``: cancelled / unfinished runs were allowed onto the Pareto front
     (``honest_points(include_incomplete=True)``); their legend and hover say so (:func:`_incomplete_spec`).
     ``hover_action``: the grey text at the side of each run's hover, :data:`CLICK_HINT` where a click opens
     the drill-down (the app); ``""`` where nothing happens on a click (a static HTML report).
@@ -482,10 +482,10 @@ def _localisation_spec(
 REPORTED_LEGEND = "secondary summary (not in paper v2)"
 
 
-#: The legend of the cancelled / partial runs, by whether they may enter the Pareto front.
+#: The legend of the cancelled / unfinished runs, by whether they may enter the Pareto front.
 INCOMPLETE_LEGEND = {
-    False: "runs: cancelled / partial (not on the front)",
-    True: "runs: cancelled / partial (may enter the front)",
+    False: "runs: cancelled / unfinished (not on the front)",
+    True: "runs: cancelled / unfinished (may enter the front)",
 }
 
 

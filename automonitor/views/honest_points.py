@@ -20,9 +20,9 @@ from automonitor.vocab import RunStatus
 #: Run statuses whose MR/FAR rest on part of the samples only, with the word shown.
 INCOMPLETE_STATUSES: dict[RunStatus, str] = {
     "cancelled": "cancelled",
-    "failed": "partial (failed)",
-    "running": "partial (running)",
-    "pending": "partial (pending)",
+    "failed": "unfinished (failed)",
+    "running": "unfinished (running)",
+    "pending": "unfinished (pending)",
 }
 
 SHOW_DUPLICATES_LABEL = "Show derived runs identical to an input"

@@ -1,4 +1,4 @@
-"""AppTest: the Trade-off page's "Cancelled / partial runs may enter the front" toggle changes what the
+"""AppTest: the Trade-off page's "Cancelled / unfinished runs may enter the front" toggle changes what the
 plot says about the cancelled run (legend and hover), not only where the front goes."""
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ def test_the_toggle_renames_the_cancelled_runs_in_legend_and_hover(tmp_path):
         with StoreEnv(url):
             at = ok(app("pages/tradeoff.py", min_n="1").run())
             tr = _incomplete_trace(at)
-            assert tr["name"] == "runs: cancelled / partial (not on the front)"
+            assert tr["name"] == "runs: cancelled / unfinished (not on the front)"
             assert "not on the front unless included" in tr["hovertemplate"]
             at.toggle(key="tradeoff.incomplete").set_value(True)
             ok(at.run())
             tr = _incomplete_trace(at)
-            assert tr["name"] == "runs: cancelled / partial (may enter the front)"
+            assert tr["name"] == "runs: cancelled / unfinished (may enter the front)"
             assert "included in the Pareto front on request" in tr["hovertemplate"]
             assert "not on the front" not in tr["name"] + tr["hovertemplate"]
     finally:

@@ -1,4 +1,4 @@
-"""Cancelled / partial runs and derived runs that repeat an input on the trade-off:
+"""Cancelled / unfinished runs and derived runs that repeat an input on the trade-off:
 flagged, named in label, hover and legend, and off the Pareto front unless included."""
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def test_cancelled_runs_are_named_drawn_apart_and_off_the_front_unless_included(
     assert list(p.loc[p["on_front"], "run_id"]) == ["good"]  # better, but cancelled: off the front
     fig = views.tradeoff_figure(p)
     names = [t.name for t in fig.data]
-    assert "runs: cancelled / partial (not on the front)" in names
+    assert "runs: cancelled / unfinished (not on the front)" in names
     tr = next(t for t in fig.data if t.name.startswith("runs: cancelled"))
     assert "cancelled" in tr.customdata[0][13] and "%{customdata[13]}" in tr.hovertemplate
     assert all("stopped" not in [c[0] for c in (t.customdata or [])] for t in fig.data if t is not tr)
@@ -145,7 +145,7 @@ def test_hidden_identical_derived_runs_are_named_in_an_escaped_caption():
 
 
 def test_the_legend_and_hover_of_cancelled_runs_follow_whether_they_may_enter_the_front():
-    """With "Cancelled / partial runs may enter the front" on, the grey crosses no longer say
+    """With "Cancelled / unfinished runs may enter the front" on, the grey crosses no longer say
     "(not on the front)": legend and hover say they are included on request."""
     st = {"good": "finished", "stopped": "cancelled", "copy": "finished"}
     for included in (False, True):
@@ -153,11 +153,11 @@ def test_the_legend_and_hover_of_cancelled_runs_follow_whether_they_may_enter_th
         fig = views.tradeoff_figure(p, include_incomplete=included)
         (tr,) = [t for t in fig.data if t.name.startswith("runs: cancelled")]
         if included:
-            assert tr.name == "runs: cancelled / partial (may enter the front)"
+            assert tr.name == "runs: cancelled / unfinished (may enter the front)"
             assert "included in the Pareto front on request" in tr.hovertemplate
             assert "not on the front" not in tr.name + tr.hovertemplate
         else:
-            assert tr.name == "runs: cancelled / partial (not on the front)"
+            assert tr.name == "runs: cancelled / unfinished (not on the front)"
             assert "not on the front unless included" in tr.hovertemplate
 
 
