@@ -25,7 +25,9 @@ d.on('plotly_click', function (e) { window.clicks.push(e.points.map(p => [p.data
 
 def _open(page, tmp_path, width: int = 820):
     fig = views.tradeoff_figure(demo_points(), height=400)  # pages/tradeoff.py's height
-    fig.update_layout(width=width)
+    # the template a CLI process gives the figure (the HTML report's): once a worker has imported Streamlit
+    # (tests/app), plotly's default template is Streamlit's, under which plotly.js took the hover but no click
+    fig.update_layout(width=width, template="plotly")
     html = fig.to_html(include_plotlyjs=True, div_id="plane").replace("</body>", _CLICKS)
     path = tmp_path / "plane.html"
     path.write_text(html, encoding="utf-8")
