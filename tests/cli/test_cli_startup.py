@@ -119,16 +119,22 @@ def test_an_account_or_sample_listing_imports_neither_numpy_nor_the_sources(args
     assert len(mods) <= budget, f"{len(mods)} modules imported (budget {budget})"
 
 
+def _settle(sqlite_engine, sqlite_url) -> None:
+    """Close the store and date its files a minute back: a store written a minute ago is settled, so its
+    fingerprint may be cached (what a cached read needs)."""
+    path = sqlite_url.removeprefix("sqlite:///")
+    sqlite_engine.dispose()
+    past = time.time() - 60
+    for p in (path, f"{path}-wal"):
+        if os.path.exists(p):
+            os.utime(p, (past, past))
+
+
 def test_a_cached_report_read_imports_neither_the_analysis_stack_nor_the_orm(sqlite_engine, sqlite_url, tmp_path):
     """``report --json`` on an unchanged store reads its document back (automonitor.analysis.report_cache):
     the first run computes it (pandas, the analysis; on Core over ``store.tables``: neither the ORM, SQLModel nor
     the tables' classes), the second imports none of them, under a module budget."""
-    path = sqlite_url.removeprefix("sqlite:///")
-    sqlite_engine.dispose()
-    past = time.time() - 60  # a store written a minute ago is settled: its fingerprint may be cached
-    for p in (path, f"{path}-wal"):
-        if os.path.exists(p):
-            os.utime(p, (past, past))
+    _settle(sqlite_engine, sqlite_url)
     env = {"AUTOMONITOR_CACHE_DIR": str(tmp_path / "cache")}
     first = imported_modules("report", "--json", db=sqlite_url, env=env)
     assert "pandas" in first and "automonitor.analysis.assemble" in first  # computed: the read-back below is real
@@ -146,12 +152,7 @@ def test_a_cached_html_report_write_imports_neither_pandas_nor_pydantic_nor_plot
     """``report --format html`` on an unchanged store writes the page it keeps (its Generated time set anew):
     the first run builds it (automonitor.views.report_html), the second imports neither the analysis stack, the
     report's models nor plotly."""
-    path = sqlite_url.removeprefix("sqlite:///")
-    sqlite_engine.dispose()
-    past = time.time() - 60  # a store written a minute ago is settled: its fingerprint may be cached
-    for p in (path, f"{path}-wal"):
-        if os.path.exists(p):
-            os.utime(p, (past, past))
+    _settle(sqlite_engine, sqlite_url)
     env = {"AUTOMONITOR_CACHE_DIR": str(tmp_path / "cache")}
     args = ("report", "--format", "html", "-o", str(tmp_path / "r.html"))
     first = imported_modules(*args, db=sqlite_url, env=env)
