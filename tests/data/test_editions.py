@@ -50,6 +50,21 @@ def test_label_source_round_trip_and_validation(cli, db_url, tmp_path):
     assert json.loads(cli(["stats", "--json"], db=db_url).stdout)["pairs"] == 4
 
 
+#: a rules run over the verified edition's test samples only (no controls), as JSON
+RUN_VERIFIED_NO_CONTROLS = [
+    "run",
+    "--monitor",
+    "rules",
+    "--template",
+    "direct",
+    "--edition",
+    "verified",
+    "--no-controls",
+    "--quiet",
+    "--json",
+]
+
+
 def _mark(engine, edition, pair_ids):
     from store import session_scope
     from store.models import EditionSample, Sample
@@ -98,18 +113,7 @@ def test_edition_selection_in_run_and_report(cli, db_url, engine, tmp_path):
     )
     assert [e["edition"] for e in both["runs"]] == ["paper", "verified"]
     no_ctrl = cli(
-        [
-            "run",
-            "--monitor",
-            "rules",
-            "--template",
-            "direct",
-            "--edition",
-            "verified",
-            "--no-controls",
-            "--quiet",
-            "--json",
-        ],
+        RUN_VERIFIED_NO_CONTROLS,
         db=db_url,
     )
     assert json.loads(no_ctrl.stdout)["n"] == 4
@@ -138,18 +142,7 @@ def test_export_of_an_edition_writes_its_members_adjudicated_ones_included(cli, 
     assert got["verified"] == {("p1", "human_per_response"), ("p4", "adjudicated")}
     # what the export wrote is what run --edition verified judges
     res = cli(
-        [
-            "run",
-            "--monitor",
-            "rules",
-            "--template",
-            "direct",
-            "--edition",
-            "verified",
-            "--no-controls",
-            "--quiet",
-            "--json",
-        ],
+        RUN_VERIFIED_NO_CONTROLS,
         db=db_url,
     )
     assert res.returncode == 0, res.stderr
