@@ -84,9 +84,13 @@ SHOWN = f"{PAGE}.shown"
 if st.session_state.get(SHOWN, (None, 0.0))[0] != item.sample_id:
     st.session_state[SHOWN] = (item.sample_id, time.monotonic())
 
-# the guidelines are open on the first item shown in a session, folded afterwards
+# the guidelines in one line, and in full in an expander that is open only until the annotator has seen them: on
+# the first item shown in a session to an account that has saved no label yet (at 1280x720 the open guidelines
+# fill the first screen, pushing the request and the response below it)
 SEEN = f"{PAGE}.guidelines_seen"
-with st.expander("Guidelines", expanded=not st.session_state.get(SEEN)):
+seen = bool(st.session_state.get(SEEN)) or any(q.label or q.submitted for q in queue)
+st.caption(ann.GUIDELINES_SUMMARY)
+with st.expander("Guidelines", expanded=not seen):
     st.markdown(ann.GUIDELINES)
 st.session_state[SEEN] = True
 

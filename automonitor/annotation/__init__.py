@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from automonitor.annotation._common import (
         GUIDELINE_VERSION,
         GUIDELINES,
+        GUIDELINES_SUMMARY,
         SEVERITIES,
         DECISIONS,
         EVIDENCE_JOIN,

@@ -146,6 +146,31 @@ def test_labeling_page_is_blind_escaped_and_saves_labels_with_evidence_and_time(
     assert at.text_input(key=f"{k}.evidence").value == quote
 
 
+def _guidelines_open(at) -> bool:
+    (exp,) = [e for e in at.expander if e.label == "Guidelines"]
+    return bool(exp.proto.expanded)
+
+
+def test_the_guidelines_fold_once_the_annotator_has_seen_them(store):
+    """At 1280x720 the open guidelines filled the Label page's first screen (trial 47), and every new session
+    opened them again: they are open on the first item shown to an annotator with no label saved, folded on the
+    page's next run and in every later session of an account that has saved a label; the one-line summary
+    above them is always shown."""
+    eng, users = store
+    at = run(LABEL, users["anna"])
+    assert _guidelines_open(at)
+    assert ann.GUIDELINES_SUMMARY in [c.value for c in at.caption]
+    at.run()
+    assert not at.exception and not _guidelines_open(at)
+    assert _guidelines_open(run(LABEL, users["anna"]))  # a new session, still no label saved: open again
+    first = ann.my_queue(eng, users["anna"])[0]
+    ann.save_label(eng, users["anna"], first.sample_id, "benign")
+    later = run(LABEL, users["anna"])  # a new session of the same account
+    assert not _guidelines_open(later)
+    assert ann.GUIDELINES_SUMMARY in [c.value for c in later.caption]
+    assert _guidelines_open(run(LABEL, users["bert"]))  # another annotator without labels still gets them open
+
+
 def test_batch_submission_locks_labels_in_the_page(store):
     eng, users = store
     for q in ann.my_queue(eng, users["bert"]):
