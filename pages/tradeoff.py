@@ -22,6 +22,7 @@ from pages import _data as loaders
 from pages import _url_state as url_state
 from pages import _widgets as ui
 from pages import _derived_ui as derived_ui
+from pages import _plot_size as plot_size
 
 PAGE = "tradeoff"
 NAV = Nav(title="Trade-off", icon=":material/scatter_plot:", order=30, access="workbench")
@@ -172,19 +173,31 @@ if views.view_line_count(scored):
         "(full, answer, reasoning, actions: `automonitor run --view`).",
     )
 url_state.sync_qp(PAGE, view_lines=None if show_view_lines else False)  # synced as the value seed_state reads back
-fig = views.tradeoff_figure(
-    scored,
-    reported=reported,
-    front=front_ids,
-    height=400,
-    size_col=size_col,
-    localisation=loc,
-    include_incomplete=bool(include_incomplete),
-    view_lines=show_view_lines,
-)
-event = st.plotly_chart(
-    fig, key=f"{PAGE}.chart", on_select="rerun", selection_mode="points", width="stretch", config={"displaylogo": False}
-)
+with st.container(gap=None):  # the measuring component takes no room above the chart
+    # the plot area the browser draws (about 742 x 297 px at 1280x720): the labels are laid out for it
+    plot_px = plot_size.measured_plot(f"{PAGE}.plot_size", f"{PAGE}.chart")
+    fig = views.tradeoff_figure(
+        scored,
+        reported=reported,
+        front=front_ids,
+        height=400,
+        size_col=size_col,
+        localisation=loc,
+        include_incomplete=bool(include_incomplete),
+        view_lines=show_view_lines,
+        plot_px=plot_px,
+    )
+    event = st.plotly_chart(
+        fig,
+        key=f"{PAGE}.chart",
+        on_select="rerun",
+        selection_mode="points",
+        width="stretch",
+        config={"displaylogo": False},
+    )
+hover_only = views.hover_only_note(views.hover_only_labels(fig))
+if hover_only:
+    st.caption(hover_only)
 
 if loc is not None:
     n_loc = int(loc["localised_share"].notna().sum()) if len(loc) else 0

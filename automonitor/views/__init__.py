@@ -70,6 +70,9 @@ if TYPE_CHECKING:
     )
     from automonitor.views.figures import (
         VIEW_LINES_LABEL,
+        hover_only_labels,
+        hover_only_note,
+        label_plot_px,
         roc_figure,
         tradeoff_figure,
         view_line_count,

@@ -56,6 +56,7 @@ def tradeoff_figure(
     include_incomplete: bool = False,
     hover_action: str = CLICK_HINT,
     view_lines: bool = True,
+    plot_px: tuple[float, float] | None = None,
 ) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
@@ -81,6 +82,11 @@ def tradeoff_figure(
     the drill-down (the app); ``""`` where nothing happens on a click (a static HTML report).
     ``view_lines``: the runs of one monitor and template judged under several monitor views (column
     ``view``, ``run --view``) are joined by a dotted line in view order (:func:`_view_specs`).
+    ``plot_px``: the plot area ``(width, height)`` in pixels the figure is drawn at (the Trade-off page measures
+    it in the browser), where the text labels are laid out (:func:`place_labels`); default
+    :func:`label_plot_px` of ``height``. A label with no room there is left out (:func:`hover_only_labels`
+    counts them; the run's hover still names it). The figure's ``layout.meta[LAID_OUT_META]`` records that
+    size.
     """
     import plotly.graph_objects as go
 
@@ -92,7 +98,8 @@ def tradeoff_figure(
         traces += _view_specs(pts)
     if front:
         traces += _front_specs(pts, front)
-    pts, reported_pos = _with_label_layout(pts, reported, front, plot_px=label_plot_px(height))
+    laid_out = plot_px or label_plot_px(height)
+    pts, reported_pos = _with_label_layout(pts, reported, front, plot_px=laid_out)
     done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
     labelled = _labelled_positions(done, reported)
     for tpl, eligible, group in _template_groups(done):
@@ -123,8 +130,13 @@ def tradeoff_figure(
         clickmode="event+select",
         dragmode="pan",
         hovermode="closest",
+        meta={LAID_OUT_META: [round(float(laid_out[0]), 1), round(float(laid_out[1]), 1)]},
     )
     return fig
+
+
+#: The key of the plane's ``layout.meta`` that records the plot area (px) its labels were laid out for.
+LAID_OUT_META = "label_plot_px"
 
 
 def tradeoff_figure_json(
@@ -136,9 +148,17 @@ def tradeoff_figure_json(
     hover_action: str = CLICK_HINT,
 ) -> str:
     """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the
-    plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out."""
+    plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out. Its template is
+    pinned to plotly's own (:data:`REPORT_TEMPLATE`): importing Streamlit makes its theme plotly's default
+    template, so without the pin the report built from the Trade-off page's button (in the Streamlit process)
+    differed from ``report --format html``'s."""
     fig = tradeoff_figure(points, reported=reported, front=front, height=height, hover_action=hover_action)
+    fig.layout.template = REPORT_TEMPLATE  # assigned, not update_layout's merge into the default one
     return str(fig.to_json())
+
+
+#: The plotly template of the report's plane (:func:`tradeoff_figure_json`), whatever the process's default.
+REPORT_TEMPLATE = "plotly"
 
 
 def _with_label_layout(
@@ -151,7 +171,9 @@ def _with_label_layout(
     """The runs ``pts`` with ``label_pos`` and ``label_drawn`` columns (:func:`place_labels` over every labelled point of the
     plane: the runs, then the ``reported`` points; the Pareto ``front`` placed first, then the other
     eligible runs, the reported points, the rest) and the reported points' positions (``None`` when there
-    are none), in the plot area ``plot_px`` (px). ``pts`` without a ``label`` column is returned as is."""
+    are none), in the plot area ``plot_px`` (px), clear of the front's staircase lines (:func:`_front_lines`) and of
+    the other points' markers (a front point's ring: :data:`LABEL_RING_PX`). ``pts`` without a ``label`` column
+    is returned as is."""
     has_runs = not pts.empty and "label" in pts
     has_rep = reported is not None and not reported.empty
     if not (has_runs or has_rep):
@@ -177,13 +199,47 @@ def _with_label_layout(
         centers += list(zip(rx, ry))
         rank += [2] * len(rx)
     order = sorted(range(len(xs)), key=lambda i: (rank[i], i))
-    placed = place_labels(xs, ys, texts, order=order, centers=centers, plot_px=plot_px)
+    radii = [LABEL_RING_PX if r == 0 else LABEL_MARKER_PX for r in rank]  # the front's points wear a ring
+    lines = _front_lines(pts, front) if has_runs else []
+    placed = place_labels(xs, ys, texts, order=order, centers=centers, plot_px=plot_px, lines=lines, radii=radii)
     n = len(pts) if has_runs else 0
     if has_runs:
         pts = pts.copy()
         pts["label_pos"] = [p[0] if p else None for p in placed[:n]]
         pts["label_drawn"] = [p[1] if p else "" for p in placed[:n]]
     return pts, (placed[n:] if has_rep else None)
+
+
+def _front_lines(pts: pd.DataFrame, front: Sequence[str] | None) -> list[tuple[float, float, float, float]]:
+    """The segments ``(x0, y0, x1, y1)`` (plot coordinates) of the Pareto front's staircase lines that
+    :func:`_front_specs` draws for the ``front`` run ids of ``pts``: one staircase per edition."""
+    if not front or pts.empty:
+        return []
+    on = pts[pts["run_id"].isin(set(front))]
+    out: list[tuple[float, float, float, float]] = []
+    for _, f in on.groupby("edition", sort=True):
+        f = f.sort_values("far")
+        xs, ys = pareto_staircase([float(v) for v in f["far"]], [float(v) for v in f["mr"]])
+        out += [(xs[k], ys[k], xs[k + 1], ys[k + 1]) for k in range(len(xs) - 1)]
+    return out
+
+
+def hover_only_labels(fig: go.Figure) -> int:
+    """How many labelled points of a :func:`tradeoff_figure` are drawn without their text label (no room
+    beside them in the plot area it was laid out for, :func:`place_labels`): their runs are named in their hover
+    only. Counts the empty texts of the traces drawn with text (runs, cancelled runs, reported points)."""
+    return sum(1 for t in fig.data if t.mode and "text" in t.mode and t.text is not None for text in t.text if not text)
+
+
+def hover_only_note(count: int) -> str:
+    """The Trade-off page's line under the plane when :func:`hover_only_labels` is ``count`` (``""`` for 0)."""
+    if not count:
+        return ""
+    which = "1 point's label" if count == 1 else f"{count:,} points' labels"
+    return (
+        f"{which} had no room beside the point at this width (clear of the other labels, markers and the "
+        "Pareto line): hover over a point to read its name."
+    )
 
 
 def _text_and_positions(d: pd.DataFrame, fallback: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -490,7 +546,7 @@ INCOMPLETE_LEGEND = {
 
 
 def _incomplete_spec(d: pd.DataFrame, *, included: bool = False, hover_action: str = CLICK_HINT) -> TraceSpec:
-    """Cancelled or partial runs (``status_text`` from ``honest_points``): grey crosses in one trace, no
+    """Cancelled or unfinished runs (``status_text`` from ``honest_points``): grey crosses in one trace, no
     error bars, named in the legend by :data:`INCOMPLETE_LEGEND` of ``included`` ("(not on the front)",
     or "(may enter the front)" when the page lets them enter the Pareto front); the hover says which
     (e.g. "cancelled"), that its rates rest on the samples judged before it stopped, and whether it is
@@ -658,6 +714,11 @@ LABEL_AXIS_SPAN = 1.06
 LABEL_CHAR_PX = 6.2
 LABEL_LINE_PX = 13.0
 LABEL_MARKER_PX = 6.0
+#: The radius (px) of the green ring around a point on the Pareto front (``_front_specs``: size 19, line 2): another
+#: point's label keeps off it as off a marker (:func:`place_labels`' ``radii``).
+LABEL_RING_PX = 10.5
+#: Half the drawn width (px) of the Pareto front's line (width 2) plus a pixel: a label's box keeps this far from it.
+LABEL_LINE_PAD_PX = 2.0
 _VERTS = ("top", "bottom", "middle")
 _HORIZS = ("center", "right", "left")
 
@@ -728,6 +789,8 @@ def place_labels(
     edge: float = 0.12,
     plot_px: tuple[float, float] | None = None,
     wrap: bool = True,
+    lines: Sequence[tuple[float, float, float, float]] = (),
+    radii: Sequence[float] | None = None,
 ) -> list[tuple[str, str] | None]:
     """Where each point's text label goes so that no two labels are drawn over each other: a plotly
     ``textposition`` per point, or ``None`` where no side of the point has room (that label is left out;
@@ -741,10 +804,14 @@ def place_labels(
     width at :data:`LABEL_CHAR_PX` a character in the plot area ``plot_px``, :func:`label_plot_px` of the
     figure's height; default :data:`LABEL_PLOT_PX`) overlaps no label placed before it and is nearer its own point than any other point by
     :data:`LABEL_CLEAR_PX` at least (:func:`box_distance`; the points coincident with it, spread apart around
-    the same ``centers`` entry, excepted: they share its place), so each label reads as its own point's. A box must also lie inside the
-    plot area (plotly clips a label at its border). ``wrap``: a label with no room on one line then tries
-    every position again broken into two lines (:func:`two_lines`). Returns one entry per point, in input
-    order: ``(textposition, text as drawn: its lines joined by "\\n")``, or ``None`` (no room: left out)."""
+    the same ``centers`` entry, excepted: they share its place), so each label reads as its own point's, and
+    clear of every other point's marker (``radii``: each point's marker radius in px, default
+    :data:`LABEL_MARKER_PX`; a pixel more). A box must also lie inside the plot area (plotly clips a label at its
+    border) and cross none of the ``lines`` (segments ``(x0, y0, x1, y1)`` in plot coordinates, horizontal or
+    vertical: the Pareto front's staircase, :data:`LABEL_LINE_PAD_PX` either side). ``wrap``: a label with no room
+    on one line then tries every position again broken into two lines (:func:`two_lines`). Returns one entry per
+    point, in input order: ``(textposition, text as drawn: its lines joined by "\\n")``, or ``None`` (no room:
+    left out)."""
     n = len(x)
     preferred = label_positions(x, y, centers=centers, edge=edge)
     plot_px = plot_px or LABEL_PLOT_PX
@@ -757,6 +824,11 @@ def place_labels(
     # one centre by honest_points: their labels point away from it, each into its own quadrant)
     at = list(centers) if centers is not None else px
     apart = [[j for j in range(n) if j != i and at[j] != at[i] and px[j] != px[i]] for i in range(n)]
+    radius = [float(r) for r in radii] if radii is not None else [LABEL_MARKER_PX] * n
+    lp = LABEL_LINE_PAD_PX
+    walls = [
+        (min(a, c) * sx - lp, min(b, d) * sy - lp, max(a, c) * sx + lp, max(b, d) * sy + lp) for a, b, c, d in lines
+    ]
     placed: list[tuple[float, float, float, float]] = []
     out: list[tuple[str, str] | None] = [None] * n
     for i in order if order is not None else range(n):
@@ -767,20 +839,22 @@ def place_labels(
         forms = [text] + ([t] if wrap and (t := two_lines(text)) else [])
         tries = [(form, pos) for form in forms for pos in dict.fromkeys(cands)]  # preferred first, no repeats
         for form, pos in tries:
-            lines = form.split("\n")
-            width = LABEL_CHAR_PX * max(len(line) for line in lines)
+            rows = form.split("\n")
+            width = LABEL_CHAR_PX * max(len(row) for row in rows)
             v, h = pos.split()
             if (x[i] < edge and h != "right") or (x[i] > 1 - edge and h != "left"):
                 continue
             if (y[i] > 1 - edge / 2 and v == "top") or (y[i] < edge / 2 and v == "bottom"):
                 continue
-            box = label_box(pos, *px[i], width, len(lines))
+            box = label_box(pos, *px[i], width, len(rows))
             if not (lo_x <= box[0] and box[2] <= hi_x and lo_y <= box[1] and box[3] <= hi_y):
                 continue  # plotly clips a label at the plot's border
             if any(_overlap(box, b) for b in placed):
                 continue
+            if any(_overlap(box, w) for w in walls):
+                continue  # over the Pareto front's line
             near = box_distance(box, *px[i]) + LABEL_CLEAR_PX
-            if any(box_distance(box, *px[j]) < near for j in apart[i]):
+            if any(box_distance(box, *px[j]) < max(near, radius[j] + 1) for j in apart[i]):
                 continue
             out[i] = (pos, form)
             placed.append(box)

@@ -23,8 +23,8 @@ d.on('plotly_click', function (e) { window.clicks.push(e.points.map(p => [p.data
 </script></body>"""
 
 
-def _open(page, tmp_path, width: int = 820):
-    fig = views.tradeoff_figure(demo_points(), height=400)  # pages/tradeoff.py's height
+def _open(page, tmp_path, width: int = 820, plot_px: tuple[float, float] | None = None):
+    fig = views.tradeoff_figure(demo_points(), height=400, plot_px=plot_px)  # pages/tradeoff.py's height
     # the template a CLI process gives the figure (the HTML report's): once a worker has imported Streamlit
     # (tests/app), plotly's default template is Streamlit's, under which plotly.js took the hover but no click
     fig.update_layout(width=width, template="plotly")
@@ -43,6 +43,8 @@ def _open(page, tmp_path, width: int = 820):
         xo, xl, xr, yo, yl, yr = ax
         return box["x"] + xo + (x - xr[0]) / (xr[1] - xr[0]) * xl, box["y"] + yo + (yr[1] - y) / (yr[1] - yr[0]) * yl
 
+    at.plot = (ax[1], ax[4])  # the plot area as drawn (px)
+    at.hover_only = views.hover_only_labels(fig)  # labels left out for want of room
     return at
 
 
@@ -52,11 +54,15 @@ def _dist(b: dict, x: float, y: float) -> float:
     return float((dx * dx + dy * dy) ** 0.5)
 
 
-@pytest.mark.parametrize("width", [700, 820, 1100])
+@pytest.mark.parametrize("width", [700, 820, 1100, 1280])
 def test_every_drawn_label_is_nearest_its_own_point(browser, tmp_path, width):
+    """Laid out as the Trade-off page lays it out: for the plot area the browser draws (measured on a first
+    drawing, as pages/_plot_size.py measures it)."""
     page = browser.new_page(viewport={"width": width + 40, "height": 460})
     try:
-        at = _open(page, tmp_path, width)
+        drawn_at = _open(page, tmp_path, width).plot
+        at = _open(page, tmp_path, width, plot_px=drawn_at)
+        assert at.plot == drawn_at
         points = {label: at(x, y) for _, _, x, y, label, _ in DEMO}
         texts = page.evaluate(
             "Array.from(document.querySelectorAll('#plane .scatterlayer .textpoint text')).map(t => {"
@@ -67,7 +73,9 @@ def test_every_drawn_label_is_nearest_its_own_point(browser, tmp_path, width):
             if text:
                 label = next(lb for lb in points if lb.replace(" ", "") == text.replace(" ", ""))  # lines joined
                 drawn[label] = dict(x=x, y=y, width=w, height=h)
-        assert set(drawn) == set(points)  # all seven labelled
+        assert len(points) - len(drawn) == at.hover_only  # each label drawn, or counted as in the hover only
+        if width >= 820:  # room for all seven (at 700 px the front's "tfidf-lr direct" has none)
+            assert set(drawn) == set(points)
         for label, b in drawn.items():
             own = _dist(b, *points[label])
             nearest = min(_dist(b, *p) for other, p in points.items() if other != label)

@@ -35,8 +35,8 @@ def demo_points() -> pd.DataFrame:
 
 def _labels(fig) -> list[tuple[str, float, float, tuple[float, float, float, float]]]:
     """``(text as drawn, its lines joined by a space, x, y, estimated pixel box)`` of every drawn label, at
-    the layout's scale for the figure's height."""
-    sx, sy = (p / f.LABEL_AXIS_SPAN for p in f.label_plot_px(fig.layout.height))
+    the layout's scale: the plot area the figure records it was laid out for."""
+    sx, sy = _scale(fig)
     out = []
     for t in fig.data:
         if not t.mode or "text" not in t.mode:
@@ -49,11 +49,18 @@ def _labels(fig) -> list[tuple[str, float, float, tuple[float, float, float, flo
     return out
 
 
+def _scale(fig) -> tuple[float, float]:
+    """Pixels per unit of rate on each axis, in the plot area the figure's labels were laid out for."""
+    w, h = fig.layout.meta[f.LAID_OUT_META]
+    return w / f.LABEL_AXIS_SPAN, h / f.LABEL_AXIS_SPAN
+
+
 def _misattributed(fig) -> list[str]:
     """The labels whose box is not nearer their own point than every other drawn point by LABEL_CLEAR_PX, or
-    overlaps another label, or leaves the plot area."""
-    sx, sy = (p / f.LABEL_AXIS_SPAN for p in f.label_plot_px(fig.layout.height))
+    overlaps another label or the Pareto front's line, or leaves the plot area."""
+    sx, sy = _scale(fig)
     points = {(float(x), float(y)) for t in fig.data if t.mode and "markers" in t.mode for x, y in zip(t.x, t.y)}
+    rings = {(float(x), float(y)) for t in fig.data if t.name == "on the front" for x, y in zip(t.x, t.y)}
     labels = _labels(fig)
     bad = []
     for i, (text, x, y, box) in enumerate(labels):
@@ -61,31 +68,80 @@ def _misattributed(fig) -> list[str]:
         for px, py in points - {(x, y)}:
             if f.box_distance(box, px * sx, py * sy) < own + f.LABEL_CLEAR_PX:
                 bad.append(f"{text} is as near ({px:.3f}, {py:.3f}) as its own ({x:.3f}, {y:.3f})")
+        for px, py in rings - {(x, y)}:
+            if f.box_distance(box, px * sx, py * sy) < f.LABEL_RING_PX + 1:
+                bad.append(f"{text} covers the front's ring at ({px:.3f}, {py:.3f})")
         if any(box[0] < o[2] and o[0] < box[2] and box[1] < o[3] and o[1] < box[3] for _, _, _, o in labels[i + 1 :]):
             bad.append(f"{text} overlaps another label")
+        for line in [t for t in fig.data if (t.name or "").startswith("Pareto front")]:
+            for (x0, y0), (x1, y1) in zip(zip(line.x, line.y), list(zip(line.x, line.y))[1:]):
+                seg = (min(x0, x1) * sx - 1, min(y0, y1) * sy - 1, max(x0, x1) * sx + 1, max(y0, y1) * sy + 1)
+                if box[0] < seg[2] and seg[0] < box[2] and box[1] < seg[3] and seg[1] < box[3]:
+                    bad.append(f"{text} crosses the Pareto line")
         pad = (f.LABEL_AXIS_SPAN - 1) / 2
         if box[0] < -pad * sx or box[2] > (1 + pad) * sx or box[1] < -pad * sy or box[3] > (1 + pad) * sy:
             bad.append(f"{text} leaves the plot")
     return bad
 
 
+#: The plot area (px) of the Trade-off page's 400 px plane at 1280x720, as the browser draws it (trial 47).
+PAGE_PLOT_PX = (742.0, 297.0)
+
+
 def test_the_demo_planes_labels_sit_by_their_own_points():
-    """The page's 400 px plane and the HTML report's 560 px one: every one of the seven runs is labelled, at
-    its own point (the trace's text belongs to the same x/y), and no label is nearer another point."""
+    """The page's 400 px plane at the plot area it draws at 1280x720 and the HTML report's 560 px one: every one
+    of the seven runs is labelled, at its own point (the trace's text belongs to the same x/y), and no label is
+    nearer another point."""
     pts = demo_points()
-    for height in (400, 560):  # pages/tradeoff.py, views.report_html
-        fig = views.tradeoff_figure(pts, height=height)
+    for height, plot_px in ((400, PAGE_PLOT_PX), (560, None)):  # pages/tradeoff.py, views.report_html
+        fig = views.tradeoff_figure(pts, height=height, plot_px=plot_px)
+        assert fig.layout.meta[f.LAID_OUT_META] == list(plot_px or f.label_plot_px(height))
         drawn = _labels(fig)
         assert sorted(t for t, _, _, _ in drawn) == sorted(pts["label"]), height
+        assert views.hover_only_labels(fig) == 0 and views.hover_only_note(0) == ""
         at = {t: (x, y) for t, x, y, _ in drawn}
         for _, _, x, y, label, _ in DEMO:
             assert at[label] == (x, y)
         assert _misattributed(fig) == [], height
     # the trial's plane: "thresholds ..." left of its point ran under rules-v1's marker; now it is not there
-    fig = views.tradeoff_figure(pts, height=400)
+    fig = views.tradeoff_figure(pts, height=400, plot_px=PAGE_PLOT_PX)
     (runs,) = [t for t in fig.data if t.name == "runs: direct"]
     pos = {c[0]: p for c, p in zip(runs.customdata, runs.textposition)}
     assert not pos["r2"].endswith("left")
+
+
+def test_the_labels_are_laid_out_for_the_plot_the_page_draws():
+    """Trial 47: the layout assumed a 640 px wide plot where the page draws ~742 px at 1280x720, so a point
+    with free space beside it on the screen got no label. Laid out for the plot the page measures, all seven
+    are drawn; laid out for 640 px (clear of the Pareto line and the front's rings too), the front's
+    "tfidf-lr direct" has no room, and the page is told so (hover_only_labels, hover_only_note)."""
+    pts = demo_points()
+    narrow = views.tradeoff_figure(pts, height=400, plot_px=(640.0, 297.0))
+    assert sorted(set(pts["label"]) - {t for t, _, _, _ in _labels(narrow)}) == ["tfidf-lr direct"]
+    assert views.hover_only_labels(narrow) == 1 and _misattributed(narrow) == []
+    assert views.hover_only_note(1).startswith("1 point's label had no room beside the point at this width")
+    assert "hover over a point to read its name" in views.hover_only_note(3)
+    assert views.hover_only_note(3).startswith("3 points' labels")
+    wide = views.tradeoff_figure(pts, height=400, plot_px=PAGE_PLOT_PX)
+    assert len(_labels(wide)) == len(DEMO) and views.hover_only_labels(wide) == 0
+
+
+def test_no_label_crosses_the_pareto_line_or_a_ring():
+    """A run just above a horizontal step of the front and one beside a front point: their labels take a
+    place off the green line and off the front's rings, or none (then hover_only_labels counts them)."""
+    pts = pd.DataFrame(
+        [
+            dict(run_id="a", monitor="a", template="direct", far=0.10, mr=0.40, label="front a"),
+            dict(run_id="b", monitor="b", template="direct", far=0.60, mr=0.10, label="front b"),
+            dict(run_id="c", monitor="c", template="direct", far=0.35, mr=0.42, label="just above the step c"),
+            dict(run_id="d", monitor="d", template="direct", far=0.63, mr=0.135, label="by the ring d"),
+        ]
+    )
+    for plot_px in (PAGE_PLOT_PX, (480.0, 200.0)):
+        fig = views.tradeoff_figure(pts, height=400, plot_px=plot_px)
+        assert [t for t in fig.data if t.name == "Pareto front"], "a front is drawn"
+        assert _misattributed(fig) == [], plot_px
+        assert views.hover_only_labels(fig) == len(pts) - len(_labels(fig))
 
 
 def test_the_report_plane_json_keeps_the_rule():
@@ -101,6 +157,32 @@ def test_the_report_plane_json_keeps_the_rule():
     assert _misattributed(fig) == []
 
 
+def test_the_report_plane_is_the_same_from_the_app_as_from_the_cli():
+    """The Trade-off page's "HTML report" button builds the report in the Streamlit process, where importing
+    Streamlit made its theme plotly's default template: the plane's JSON carried Streamlit's template where
+    ``report --format html`` (a CLI process) carries plotly's own (trial 47). The report's figure pins plotly's."""
+    import json
+
+    import plotly.io as pio
+    import streamlit  # noqa: F401  (the app's process: Streamlit's plotly theme becomes the default template)
+
+    assert pio.templates.default == "streamlit"
+    in_app = f.tradeoff_figure_json(demo_points(), height=560, hover_action="")
+    was = pio.templates.default
+    pio.templates.default = "plotly"  # a CLI process's default, where streamlit is never imported
+    try:
+        in_cli = f.tradeoff_figure_json(demo_points(), height=560, hover_action="")
+    finally:
+        pio.templates.default = was
+    assert in_app == in_cli
+    import plotly.graph_objects as go
+
+    def template_of(name: str) -> dict:
+        return json.loads(go.Figure(layout=dict(template=name)).to_json())["layout"]["template"]
+
+    assert json.loads(in_app)["layout"]["template"] == template_of("plotly") != template_of("streamlit")
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     st.lists(
@@ -111,10 +193,13 @@ def test_the_report_plane_json_keeps_the_rule():
         max_size=14,
     ),
     st.sampled_from([300, 400, 560]),
+    st.sampled_from([None, (742.0, 297.0), (560.0, 297.0), (1040.0, 455.0)]),
 )
-def test_every_drawn_label_is_nearer_its_own_point(rows, height):
-    """Hostile planes (crowds, edges, long names, markup): a label is drawn only where it reads as its own
-    point's, inside the plot and clear of the other labels."""
+def test_every_drawn_label_is_nearer_its_own_point(rows, height, plot_px):
+    """Hostile planes (crowds, edges, long names, markup), laid out at the figure's default size or at a plot
+    area the page measured: a label is drawn only where it reads as its own point's, inside the plot, clear of
+    the other labels, of the front's rings and of the Pareto line (its staircase over the front that
+    tradeoff_figure works out), and hover_only_labels counts exactly the labels left out."""
     rows = [(x, y, t or "x") for x, y, t in rows]
     pts = pd.DataFrame(
         {
@@ -127,4 +212,6 @@ def test_every_drawn_label_is_nearer_its_own_point(rows, height):
         }
     )
     pts = pts.drop_duplicates(["far", "mr"])  # coincident runs are spread apart by honest_points first
-    assert _misattributed(views.tradeoff_figure(pts, height=height)) == []
+    fig = views.tradeoff_figure(pts, height=height, plot_px=plot_px)
+    assert _misattributed(fig) == []
+    assert views.hover_only_labels(fig) == len(pts) - len(_labels(fig))
