@@ -201,7 +201,7 @@ def honest_points(
         archived: archived run ids; left out unless ``show_archived`` (then flagged ``archived``).
         backends: run id -> backend (for template-independent labels); default: monitor prefix.
         statuses: run id -> run status. A run whose status is in :data:`INCOMPLETE_STATUSES`
-            (cancelled, or partial: failed/running/pending) is flagged ``incomplete``, its label and
+            (cancelled, or unfinished: failed/running/pending) is flagged ``incomplete``, its label and
             ``status_text`` name it, and it stays off the front unless ``include_incomplete``.
         duplicates: derived run id -> the input run id whose verdicts it repeats exactly
             (:func:`automonitor.views.identical_derived`); such runs are left out unless

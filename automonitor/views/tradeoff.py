@@ -117,7 +117,7 @@ class TradeoffOptions:
         archived: archived run ids; left out unless ``show_archived``.
         edition: only the runs that judged this edition's test set (``None``: every run).
         show_paper: add the paper's reported points of the slice.
-        include_incomplete: let cancelled or partial runs onto the front.
+        include_incomplete: let cancelled or unfinished runs onto the front.
         show_duplicates: draw derived runs identical to an input (kept off the front).
         show_ladder: draw the detector ladder's runs (kind ``ladder``, written by the build; the loader then
             reports them too); off by default.

@@ -184,3 +184,32 @@ def test_the_hollow_runs_sentence_counts_runs_and_samples_in_good_english():
         == "Hollow: 1 run has fewer than 10 judged samples in this slice, so not on the front."
     )
     assert views.small_runs_note(3, 1).startswith("Hollow: 3 runs have fewer than 1 judged sample in")
+
+
+def test_partial_names_only_a_partial_import_in_code_and_docs():
+    """ "partial" named both a running or cancelled run ("partial (running)", legend "cancelled / partial") and a
+    partial predictions import ("partial: N of M test samples", legend "partial import") (trial 47): the first
+    is "unfinished" on the plane, in the reports and on the pages, and no code, page or document (the
+    changelog's history aside) still says "partial" for it."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    words = importlib.import_module("automonitor.views.honest_points").INCOMPLETE_STATUSES  # the module, not views'
+    assert all("partial" not in word for word in words.values())  # function of the same name
+    assert all("partial" not in name for name in views.figures.INCOMPLETE_LEGEND.values())
+    old = re.compile(
+        r"partial \((?:running|failed|pending)\)|cancelled\s*/\s*partial|cancelled,? or partial|or partial: failed",
+        re.IGNORECASE,
+    )
+    repo = Path(__file__).resolve().parents[2]
+    files = [repo / "README.md", repo / "app.py"]
+    for folder, ext in (("automonitor", "py"), ("pages", "py"), ("docs", "md")):
+        files += sorted((repo / folder).rglob(f"*.{ext}"))
+    hits = [
+        f"{p.relative_to(repo)}:{i}: {line.strip()}"
+        for p in files
+        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+        if old.search(line)
+    ]
+    assert hits == []
