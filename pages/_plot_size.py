@@ -16,7 +16,7 @@ NAME = "automonitor.plot_size"
 
 #: Reads ``_fullLayout.xaxis._length`` / ``yaxis._length`` of the plotly chart inside the element whose CSS
 #: class is ``data.chart`` (Streamlit's ``st-key-<key>``), after it is drawn, after each resize of its box and
-#: each new drawing of the plot (debounced),
+#: each new drawing or relayout of the plot (debounced), and every 1.5 s in case an event was missed,
 #: and sets the state ``plot`` to ``[width, height]`` (whole px) when it differs by more than 1 px from
 #: ``data.used`` (the size the page drew with; ``null`` before the first measure). Sends nothing else and reads
 #: nothing but the chart's layout.
@@ -36,7 +36,7 @@ export default function (component) {
     setStateValue("plot", sent);
   };
   const later = () => { clearTimeout(timer); timer = setTimeout(report, 250); };
-  let plotted = null;
+  let plotted = null, check = null;
   const poll = setInterval(() => {
     const gd = chart();
     if (gd && gd._fullLayout && gd._fullLayout.xaxis) {
@@ -46,15 +46,19 @@ export default function (component) {
       // box has changed): measure again once things settle
       observer = new ResizeObserver(later);
       observer.observe(gd);
-      if (gd.on) { plotted = gd; gd.on("plotly_afterplot", later); }
+      if (gd.on) { plotted = gd; gd.on("plotly_afterplot", later); gd.on("plotly_relayout", later); }
+      check = setInterval(report, 1500);  // and now and then: a missed event costs a second and a half
     } else if (++tries > 150) {
       clearInterval(poll);
     }
   }, 100);
   return () => {
-    clearInterval(poll); clearTimeout(timer);
+    clearInterval(poll); clearInterval(check); clearTimeout(timer);
     if (observer) observer.disconnect();
-    if (plotted && plotted.removeListener) plotted.removeListener("plotly_afterplot", later);
+    if (plotted && plotted.removeListener) {
+      plotted.removeListener("plotly_afterplot", later);
+      plotted.removeListener("plotly_relayout", later);
+    }
   };
 }
 """

@@ -70,7 +70,7 @@ def _laid_out_for_the_drawn_plot(page) -> dict:
     page.wait_for_function(
         f"(() => {{ const p = ({_PLANE_JS})(); return p && p.laid && Math.abs(p.laid[0] - p.plot[0]) <= 1.5"
         " && Math.abs(p.laid[1] - p.plot[1]) <= 1.5 })()",
-        timeout=30_000,
+        timeout=60_000,
     )
     wait_app(page)
     plane = page.evaluate(_PLANE_JS)
@@ -146,7 +146,7 @@ def test_a_resized_window_lays_the_labels_out_again(browser, server):
         wide = _laid_out_for_the_drawn_plot(page)
         page.set_viewport_size({"width": 900, "height": 720})
         page.wait_for_function(
-            f"(() => {{ const p = ({_PLANE_JS})(); return p && p.plot[0] < {wide['plot'][0] - 20} }})()", timeout=30_000
+            f"(() => {{ const p = ({_PLANE_JS})(); return p && p.plot[0] < {wide['plot'][0] - 20} }})()", timeout=60_000
         )
         narrow = _laid_out_for_the_drawn_plot(page)
         assert narrow["laid"][0] < wide["laid"][0] - 20, (wide["laid"], narrow["laid"])
