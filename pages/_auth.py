@@ -22,8 +22,10 @@ def current_account():
 
 
 def any_accounts() -> bool:
-    """Whether the store has accounts (then the app requires a login)."""
-    from automonitor.annotation.accounts import any_accounts as _any
+    """Whether the store has accounts (then the app requires a login). Core only
+    (``automonitor.annotation.roster``): every page asks it, and a workbench without accounts then imports neither
+    the ORM nor the store's models."""
+    from automonitor.annotation.roster import any_accounts as _any
 
     return _any(loaders.engine())
 
@@ -84,12 +86,13 @@ def workbench_page(nav: Nav, caption: str | None = None, *, heading: str | None 
 
 def cookie_token() -> str | None:
     """The session cookie this browser sent with the request, or None (also in a bare AppTest run)."""
-    from automonitor.annotation.accounts import SESSION_COOKIE
+    from automonitor.annotation.roster import SESSION_COOKIE
 
     try:
-        return st.context.cookies.get(SESSION_COOKIE)
+        token = st.context.cookies.get(SESSION_COOKIE)
     except Exception:  # noqa: BLE001 - no browser request (bare AppTest run): no cookie
         return None
+    return token if isinstance(token, str) else None  # a bare AppTest run's context answers a mock object
 
 
 def logout() -> None:
@@ -121,10 +124,12 @@ def check_login() -> None:
     another tab, a password change, a deactivation, an admin's "end sessions"), so this tab shows the
     login page at its next action (``automonitor.annotation.accounts.login_alive``). The core refuses
     such a stale login's writes by itself too."""
+    account = current_account()
+    if account is None:
+        return
     from automonitor.annotation.accounts import login_alive
 
-    account = current_account()
-    if account is not None and not login_alive(loaders.engine(), account):
+    if not login_alive(loaders.engine(), account):
         forget_login()
 
 
@@ -132,13 +137,16 @@ def restore_login() -> None:
     """Log the session in from the browser's signed session cookie
     (``automonitor.annotation.accounts.resume_session``), so a login survives a reload (F5) and a pasted link in
     the same browser. Nothing happens when an account is already logged in, after a logout in this
-    session, or when the cookie is missing, forged, expired, revoked by a logout or its account changed."""
-    from automonitor.annotation.accounts import resume_session
-
+    session, or when the cookie is missing, forged, expired, revoked by a logout or its account changed.
+    Without a cookie nothing is imported for it (``automonitor.annotation.accounts``: argon2, the ORM)."""
     if current_account() is not None or st.session_state.get(LOGGED_OUT_KEY):
         return
     token = cookie_token()
-    account = resume_session(loaders.engine(), token) if token else None
+    if not token:
+        return
+    from automonitor.annotation.accounts import resume_session
+
+    account = resume_session(loaders.engine(), token)
     if account is not None:
         st.session_state[AUTH_KEY] = account
         st.session_state[TOKEN_KEY] = token
@@ -160,13 +168,13 @@ def cookie_script() -> None:
     """Write or clear the session cookie in the browser when a login or logout asked for it
     (``SameSite=Strict``, path ``/``, max-age = the session lifetime). The token is checked to be
     URL-safe text before it is put into the script."""
+    pending = st.session_state.pop(COOKIE_KEY, None)
+    if pending is None:
+        return
     import re
 
     from automonitor.annotation.accounts import SESSION_COOKIE, session_max_age
 
-    pending = st.session_state.pop(COOKIE_KEY, None)
-    if pending is None:
-        return
     action, token = pending
     if action == "set" and re.fullmatch(r"[A-Za-z0-9_.\-]+", token or ""):
         value = f"{SESSION_COOKIE}={token}; path=/; max-age={int(session_max_age())}; SameSite=Strict"

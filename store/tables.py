@@ -84,12 +84,12 @@ run = _view(
     "started_at:utc finished_at:utc",
 )
 
-#: the ``prediction`` table (:class:`store.models.Prediction`): the columns a run's counts and sums and the
-#: analysis read
+#: the ``prediction`` table (:class:`store.models.Prediction`): the columns a run's counts and sums, the analysis
+#: and the runs' costs on the plane read
 prediction = _view(
     "prediction",
     "id:int run_id sample_id repeat:int outcome score:float raw:text reason:text evidence:json pred_category "
-    "severity meta:json tokens_in:int tokens_out:int cost_usd:float",
+    "severity meta:json tokens_in:int tokens_out:int cost_usd:float latency_ms:float cached:bool",
 )
 
 #: the ``sample`` table (:class:`store.models.Sample`): every column

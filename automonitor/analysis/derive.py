@@ -649,8 +649,9 @@ def run_costs(engine: Engine) -> pd.DataFrame:
     """The cost of every run: columns run_id, kind, n (judged predictions), cost_usd (tokens x price as
     recorded per prediction; cache hits priced at the cost recorded with the cached verdict),
     compute_s (measured seconds, the sum of per-sample latencies), usd_per_1k, s_per_1k (per 1,000
-    samples). Derived runs carry the cost of the calls their recipe makes (module docstring)."""
-    from store.queries import derived as q
+    samples). Derived runs carry the cost of the calls their recipe makes (module docstring). Core reads only
+    (:func:`store.queries.analysis.run_cost_rows`)."""
+    from store.queries import analysis as q
 
     df = pd.DataFrame(q.run_cost_rows(engine), columns=["run_id", "kind", "n", "cost_usd", "compute_s"])
     n = df["n"].where(df["n"] > 0)

@@ -39,8 +39,10 @@ from store.queries.rowtypes import AccountEventRow
 from automonitor.annotation.roster import (  # re-exported: who may act, the account list (module doc)
     SYSTEM as SYSTEM,
     Account as Account,
+    SESSION_COOKIE as SESSION_COOKIE,
     AccountInfo as AccountInfo,
     account_table as account_table,
+    any_accounts as any_accounts,
     refuse_stale,
     require_account as require_account,
     require_admin as require_admin,
@@ -112,13 +114,6 @@ def check_password(name: str, password: object) -> str:
     if password.strip().casefold() == str(name).strip().casefold():
         raise InputError("password must not be the user name", field="password")
     return password
-
-
-def any_accounts(engine: Engine) -> bool:
-    """True when at least one account (of any role) exists in the store (the app offers a first-admin
-    set-up otherwise)."""
-    with engine.connect() as conn:
-        return store.has_accounts(conn)
 
 
 def create_user(engine: Engine, name: str, role: str, password: str, *, actor: Account | None = None) -> Account:
@@ -318,8 +313,8 @@ def check_actor(session: Session, account: Account | None) -> Annotator | None:
 
 
 # ------------------------------------------------------------------ login sessions (survive a reload)
-#: Name of the browser cookie that keeps a login across reloads.
-SESSION_COOKIE = "automonitor_session"
+#: The browser cookie that keeps a login across reloads is :data:`SESSION_COOKIE` (re-exported from
+#: :mod:`automonitor.annotation.roster`, which the app reads it from without this module's imports).
 #: Default lifetime of a login session (``AUTOMONITOR_SESSION_HOURS`` overrides it).
 SESSION_HOURS = 12.0
 _SESSION_SALT = "automonitor.login-session.v1"

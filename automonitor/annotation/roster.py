@@ -1,6 +1,7 @@
 """Who may act, and the account list: the acting :class:`Account` (and the command line's :data:`SYSTEM`), the
 role checks every core function of the annotation workbench makes, the rule that refuses a stale or forged login,
-and :func:`account_table` (``automonitor users list``, the app's Accounts page).
+:func:`account_table` (``automonitor users list``, the app's Accounts page), and what the app asks on every page
+before anyone logs in: :func:`any_accounts` and the session cookie's name :data:`SESSION_COOKIE`.
 
 Kept apart from :mod:`automonitor.annotation.accounts` (passwords, login sessions, account changes: argon2,
 itsdangerous and the ORM), which re-exports every name here, so that listing the accounts reads the store
@@ -101,6 +102,18 @@ def check_listing_actor(conn: Connection, account: Account | None) -> None:
     if account is SYSTEM:
         return
     refuse_stale(account, account_list.account_state(conn, account.id))
+
+
+#: The name of the browser cookie that carries a login-session token (:func:`automonitor.annotation.accounts.issue_session`).
+SESSION_COOKIE = "automonitor_session"
+
+
+def any_accounts(engine: Engine) -> bool:
+    """True when at least one account (of any role) exists in the store (the app offers a first-admin
+    set-up otherwise). Core only (:func:`store.queries.account_list.has_accounts`): a workbench without accounts
+    imports neither the ORM nor :mod:`store.models` to ask it."""
+    with engine.connect() as conn:
+        return account_list.has_accounts(conn)
 
 
 class AccountInfo(TypedDict):

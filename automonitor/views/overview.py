@@ -7,7 +7,6 @@ from __future__ import annotations
 import pandas as pd
 import plotly.graph_objects as go
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from automonitor import vocab
 from automonitor.timestamps import iso_utc
@@ -46,6 +45,8 @@ def composition_frame(engine: Engine, *, split: str | None = "test", edition: st
     ``category, task, label, split, n`` (``split`` is the requested split, ``"all"`` for ``None``,
     which covers test and train) from ``store.queries.samples.composition``, the counts ``stats``
     prints; with ``edition`` (split ``test``) only that edition's members."""
+    from sqlmodel import Session  # here, not at the top: store_version (every page) needs no ORM
+
     from store.queries.samples import composition
 
     with Session(engine) as s:

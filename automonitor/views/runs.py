@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import pandas as pd
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
 
 from automonitor import vocab
 from automonitor.leases import pid_alive
@@ -105,8 +104,8 @@ def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:
     """
     from store.queries.run_list import list_runs
 
-    with Session(engine) as s:
-        runs = list_runs(s, include_ladder=include_ladder)
+    with engine.connect() as c:  # Core (store.queries.run_list): the Runs and Trade-off pages import no ORM for it
+        runs = list_runs(c, include_ladder=include_ladder)
     now = utcnow()
     return pd.DataFrame([history_row(r, now) for r in runs], columns=RUNS_FRAME_COLUMNS)
 

@@ -1,5 +1,6 @@
 """Store reads of the account list (``automonitor users list``, the app's Accounts page): the ``annotator`` rows,
-each account's newest ``account_event`` and one account's stored state. SQLAlchemy Core over the light views of
+each account's newest ``account_event``, one account's stored state and whether there is any account (the app asks
+this on every page). SQLAlchemy Core over the light views of
 :mod:`store.tables`, so that listing the accounts imports neither the ORM, SQLModel nor :mod:`store.models`.
 
 Queries only: the store checks no permission; :mod:`automonitor.annotation.roster` checks the acting account
@@ -22,7 +23,12 @@ if TYPE_CHECKING:
 
     from store.queries.rowtypes import LastEvent
 
-__all__ = ["account_state", "all_accounts", "last_events"]
+__all__ = ["account_state", "all_accounts", "has_accounts", "last_events"]
+
+
+def has_accounts(conn: Connection | Session) -> bool:
+    """True when at least one account (any role, active or not) exists."""
+    return conn.execute(sa.select(annotator.c.id).limit(1)).first() is not None
 
 
 def account_state(conn: Connection | Session, account_id: int) -> Row[int, str, str, bool, int] | None:

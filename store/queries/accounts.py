@@ -14,12 +14,8 @@ from sqlmodel import Session, col
 
 from automonitor.timestamps import as_utc, utcnow
 from store.models import AccountEvent, Annotator, LoginThrottle, RevokedSession
+from store.queries.account_list import has_accounts as has_accounts  # re-exported: Core, the app asks it on every page
 from store.queries.rowtypes import AccountEventRow
-
-
-def has_accounts(conn: sa.Connection | Session) -> bool:
-    """True when at least one account (any role, active or not) exists."""
-    return conn.execute(sa.select(col(Annotator.id)).limit(1)).first() is not None
 
 
 def name_taken(session: Session, name: str) -> bool:

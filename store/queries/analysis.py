@@ -378,3 +378,41 @@ def insert_finished_run(
     for part in _chunks(payload, 2000):
         insert_rows(session, Prediction, part)
     return run
+
+
+def sample_cost(cost: Any, cached: Any, meta: Any) -> float:
+    """The price (US dollars) of the call behind one prediction: its own ``cost_usd``, or for a cache hit
+    (``cached``) without one the cost recorded with the cached verdict (``meta.cached_cost_usd``; ``meta`` a dict
+    or its JSON text; unreadable or missing: 0)."""
+    c = float(cost or 0.0)
+    if cached and not c:
+        if isinstance(meta, str):
+            try:
+                meta = json.loads(meta)
+            except ValueError:
+                meta = {}
+        c = float((meta or {}).get("cached_cost_usd") or 0.0)
+    return c
+
+
+def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
+    """``(run_id, kind, n_judged, cost_usd, compute_s)`` per run with a judged prediction: the sums over its judged
+    predictions (cache hits priced at the cost recorded with the cached verdict, :func:`sample_cost`; ``compute_s``
+    the latencies' sum in seconds). Core over :mod:`store.tables`, as the rest of the Trade-off page's reads: no ORM
+    is imported for the plane's costs."""
+    p, r = prediction.c, run.c
+    q = (
+        sa.select(p.run_id, r.kind, sa.func.count(), sa.func.sum(p.cost_usd), sa.func.sum(p.latency_ms))
+        .join_from(prediction, run, r.id == p.run_id)
+        .where(p.outcome.is_not(None))
+        .group_by(p.run_id, r.kind)
+    )
+    cached_q = sa.select(p.run_id, sa.cast(p.meta, sa.Text)).where(p.cached.is_(True), p.cost_usd == 0)
+    with engine.connect() as c:
+        base: dict[str, list[Any]] = {
+            row[0]: [row[1], int(row[2]), float(row[3] or 0.0), float(row[4] or 0.0) / 1000.0] for row in c.execute(q)
+        }
+        for rid, meta in c.execute(cached_q):
+            if rid in base:
+                base[rid][2] += sample_cost(0.0, True, meta)
+    return [(rid, v[0], v[1], v[2], v[3]) for rid, v in base.items()]

@@ -3,7 +3,6 @@ inserting a finished ``derived`` run with its predictions in one transaction."""
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 import pandas as pd
@@ -11,27 +10,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col
 
-from store.queries.analysis import LIGHT_COLUMNS, insert_finished_run
+from store.queries.analysis import LIGHT_COLUMNS, insert_finished_run, sample_cost
 from store.queries.runs import get_or_create_monitor
 from store.models import Monitor, Prediction, Run, Sample
 from store.queries import rows_by_ids
 from store.queries.rowtypes import RunInputRow
 
 INPUT_COLUMNS = [*LIGHT_COLUMNS[:-1], "cost_usd", "compute_s"]  # the light columns less evidence
-
-
-def _sample_cost(cost: Any, cached: Any, meta: Any) -> float:
-    """The price of the call behind one prediction: its own ``cost_usd``, or for a cache hit the cost
-    recorded with the cached verdict (``meta.cached_cost_usd``)."""
-    c = float(cost or 0.0)
-    if cached and not c:
-        if isinstance(meta, str):
-            try:
-                meta = json.loads(meta)
-            except ValueError:
-                meta = {}
-        c = float((meta or {}).get("cached_cost_usd") or 0.0)
-    return c
 
 
 def recipe_inputs(engine: Engine, run_id: str) -> pd.DataFrame:
@@ -72,7 +57,7 @@ def recipe_inputs(engine: Engine, run_id: str) -> pd.DataFrame:
                     r[5],
                     r[6],
                     r[7],
-                    _sample_cost(r[8], r[9], r[10]),
+                    sample_cost(r[8], r[9], r[10]),
                     float(r[11] or 0.0) / 1000.0,
                 )
             )
@@ -133,34 +118,6 @@ def insert_derived_run(
             rows=rows,
             edition=edition,
         )
-
-
-def run_cost_rows(engine: Engine) -> list[tuple[str, str, int, float, float]]:
-    """``(run_id, kind, n_judged, cost_usd, compute_s)`` per run: the sums over its judged predictions
-    (cache hits priced at the cost recorded with the cached verdict)."""
-    q = (
-        sa.select(
-            col(Prediction.run_id),
-            col(Run.kind),
-            sa.func.count(),
-            sa.func.sum(Prediction.cost_usd),
-            sa.func.sum(Prediction.latency_ms),
-        )
-        .join(Run, col(Run.id) == col(Prediction.run_id))
-        .where(col(Prediction.outcome).is_not(None))
-        .group_by(col(Prediction.run_id), col(Run.kind))
-    )
-    cached_q = sa.select(col(Prediction.run_id), sa.cast(Prediction.meta, sa.Text)).where(
-        col(Prediction.cached).is_(True), col(Prediction.cost_usd) == 0
-    )
-    with engine.connect() as c:
-        base: dict[str, list[Any]] = {
-            r[0]: [r[1], int(r[2]), float(r[3] or 0.0), float(r[4] or 0.0) / 1000.0] for r in c.execute(q)
-        }
-        for rid, meta in c.execute(cached_q):
-            if rid in base:
-                base[rid][2] += _sample_cost(0.0, True, meta)
-    return [(rid, v[0], v[1], v[2], v[3]) for rid, v in base.items()]
 
 
 def derived_runs(engine: Engine) -> list[tuple[str, dict[str, Any]]]:

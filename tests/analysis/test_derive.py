@@ -205,6 +205,31 @@ def test_cascade_hand_computed_with_cost(small):
     assert costs.loc["rC", "usd_per_1k"] == pytest.approx(10.0)
 
 
+def test_run_costs_price_cache_hits_and_leave_pending_predictions_out(small):
+    """A cache hit without its own cost is priced at the cost recorded with the cached verdict
+    (``meta.cached_cost_usd``); a pending prediction (no outcome) counts in neither n, cost nor time."""
+    from automonitor.analysis import derive
+    from store import session_scope
+    from store.models import Prediction
+
+    keys = small["keys"]
+    _run(small["engine"], "rH", "openai:gpt-h", keys, {"m1": M, "b1": B}, cost=0.004, latency_ms=100.0)
+    with session_scope(small["engine"]) as s:
+        s.add(Prediction(run_id="rH", sample_id=keys["m2"], outcome=M, cost_usd=0.0, cached=True,
+                         latency_ms=1.0, meta={"cached_cost_usd": 0.03}))  # fmt: skip
+        # a cache hit with its own cost: that cost stands, not the recorded one
+        s.add(Prediction(run_id="rH", sample_id=keys["m3"], outcome=B, cost_usd=0.002, cached=True,
+                         latency_ms=1.0, meta={"cached_cost_usd": 0.5}))  # fmt: skip
+        s.add(Prediction(run_id="rH", sample_id=keys["m4"], outcome=None, cost_usd=0.7, latency_ms=9000.0))
+    costs = derive.run_costs(small["engine"]).set_index("run_id")
+    row = costs.loc["rH"]
+    assert (row["kind"], row["n"]) == ("measured", 4)
+    assert row["cost_usd"] == pytest.approx(2 * 0.004 + 0.03 + 0.002)
+    assert row["compute_s"] == pytest.approx((2 * 100 + 1 + 1) / 1000)
+    assert row["usd_per_1k"] == pytest.approx((2 * 0.004 + 0.03 + 0.002) / 4 * 1000)
+    assert set(costs.index) == {"rA", "rB", "rC", "rH"}
+
+
 def test_errors_write_nothing(small):
     from automonitor.analysis import derive
     from automonitor.errors import InputError, NotFound

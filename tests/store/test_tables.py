@@ -125,7 +125,8 @@ def _seed(engine) -> None:
         # the analysis' columns (the report reads them through the view), set on one more prediction
         s.add(Prediction(run_id="r-ladder", sample_id=ids[0], outcome="invalid", score=0.75, raw='{"flag": 1}',
                          reason="contradictory", evidence=["a quote", {"quote": "b"}], pred_category="sabotage",
-                         severity="high", meta={"error_kind": "timeout", "status": 504}))  # fmt: skip
+                         severity="high", meta={"error_kind": "timeout", "status": 504}, latency_ms=12.5,
+                         cached=True))  # fmt: skip
         write_document(s, "audit:paper", "f" * 64, '{"doc": 1}')
 
 
