@@ -16,6 +16,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from automonitor.analysis.report_cache import gc_paused
 from automonitor.views.page_index import discover
 from pages import _auth as auth
 from pages import _nav as navigation
@@ -97,5 +98,9 @@ else:
         )
 
 auth.cookie_script()
-with navigation.routed():  # the pages know they came through this navigation (navigation.ensure_navigation)
+# the page's run with the cyclic garbage collector paused (reference counting still frees what is acyclic): a
+# first run imports ~900 modules and loads the store's predictions, and the collector's automatic passes went
+# over that growing heap again and again; Streamlit's full collection after every run (runner.postScriptGC)
+# frees the run's cycles
+with navigation.routed(), gc_paused():  # the pages know they came through this navigation (ensure_navigation)
     router.run()
