@@ -10,6 +10,7 @@ with ``ast``; nothing is run), so ``app.py`` builds its navigation from them. No
 from __future__ import annotations
 
 import ast
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
@@ -93,8 +94,28 @@ def read_page(path: Path, root: Path) -> PageFile | None:
     return PageFile(path=rel, url=url, nav=Nav(**fields))  # type: ignore[arg-type]
 
 
+#: :func:`discover`'s pages already read, by (file, root) -> ((mtime_ns, size), page); guarded by :data:`_LOCK`
+_READ: dict[tuple[Path, Path], tuple[tuple[int, int], PageFile | None]] = {}
+_LOCK = threading.Lock()
+
+
 def discover(root: Path) -> list[PageFile]:
     """The pages of ``root/pages`` (files without a leading underscore that declare ``NAV``), in navigation
-    order (``order``, then URL path). Raises :class:`InputError` for a bad declaration (:func:`read_page`)."""
-    found = [read_page(p, root) for p in sorted((root / "pages").glob("[!_]*.py"))]
+    order (``order``, then URL path). Raises :class:`InputError` for a bad declaration (:func:`read_page`).
+
+    ``app.py`` calls it on every script run, and the server runs several sessions' scripts at once, each in a
+    thread: a file is parsed again only when its modification time or size changed, and the parsing holds
+    a lock. CPython 3.11's AST constructor keeps its recursion depth in interpreter-wide state, so two
+    threads parsing at once fail with ``SystemError: AST constructor recursion depth mismatch`` (two
+    annotators labelling at once got it in place of their page)."""
+    found = []
+    with _LOCK:
+        for path in sorted((root / "pages").glob("[!_]*.py")):
+            st = path.stat()
+            stamp = (st.st_mtime_ns, st.st_size)
+            hit = _READ.get((path, root))
+            if hit is None or hit[0] != stamp:
+                hit = (stamp, read_page(path, root))
+                _READ[(path, root)] = hit
+            found.append(hit[1])
     return sorted((p for p in found if p is not None), key=lambda p: (p.nav.order, p.url))

@@ -4,8 +4,12 @@ discovered with its declared title, icon and order, listed in the workbench navi
 
 from __future__ import annotations
 
+import ast
+import os
 import shutil
 import textwrap
+import threading
+import time
 
 import pytest
 
@@ -98,3 +102,61 @@ def test_files_without_a_declaration_are_not_pages(tmp_path):
     (tmp_path / "pages" / "notes.py").write_text("PAGE = 'notes'\n")
     (tmp_path / "pages" / "_helper.py").write_text("NAV = 1\n")
     assert discover(tmp_path) == []
+
+
+ONE = 'PAGE = "one"\nNAV = Nav(title="{title}", icon="i", order=1, access="workbench")\n'
+
+
+@pytest.fixture
+def parses(monkeypatch) -> list[str]:
+    """The files ``ast.parse`` is asked to parse while the test runs (each parse slowed by 20 ms, so that
+    callers in several threads overlap)."""
+    seen: list[str] = []
+    real = ast.parse
+
+    def counting(source, filename="<unknown>", *args, **kwargs):
+        seen.append(str(filename))
+        time.sleep(0.02)
+        return real(source, filename, *args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counting)
+    return seen
+
+
+def test_discover_parses_a_page_file_again_only_when_it_changed(tmp_path, parses):
+    """``app.py`` calls ``discover`` on every script run: an unchanged page file is not parsed again, a
+    changed one is (its new declaration is used)."""
+    (tmp_path / "pages").mkdir()
+    page = tmp_path / "pages" / "one.py"
+    page.write_text(ONE.format(title="One"))
+    assert [p.nav.title for p in discover(tmp_path)] == ["One"]
+    assert [p.nav.title for p in discover(tmp_path)] == ["One"]
+    assert parses == ["pages/one.py"]
+    before = page.stat().st_mtime_ns
+    page.write_text(ONE.format(title="Eins"))
+    os.utime(page, ns=(before + 10**9, before + 10**9))
+    assert [p.nav.title for p in discover(tmp_path)] == ["Eins"]
+    assert parses == ["pages/one.py", "pages/one.py"]
+
+
+def test_sessions_discovering_at_once_parse_one_at_a_time(tmp_path, parses):
+    """The server runs several sessions' scripts at once, each in a thread, and CPython 3.11's AST
+    constructor keeps its recursion depth in interpreter-wide state (two threads parsing at once failed
+    with ``SystemError: AST constructor recursion depth mismatch`` in place of an annotator's page): 8
+    threads calling ``discover`` together get the same pages, and the file is parsed once, by one of them."""
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "one.py").write_text(ONE.format(title="One"))
+    start = threading.Barrier(8)
+    results: list[list[str]] = []
+
+    def session() -> None:
+        start.wait()
+        results.append([p.url for p in discover(tmp_path)])
+
+    threads = [threading.Thread(target=session) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [["one"]] * 8
+    assert parses == ["pages/one.py"]
