@@ -8,6 +8,7 @@ batch/repeat refusal looks at the effective repeat (``--repeat`` or ``--param re
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -19,6 +20,7 @@ from automonitor.errors import InputError
 from automonitor.runs import runner
 from automonitor.runs.params import BATCH_PARAMS, batch_settings
 from helpers import declared_ok, param_values, pending_batch_run, run_cli
+from servers.batch_replay import BatchReplayServer
 from servers.data import add_pairs
 from store import session_scope
 from store.models import Run
@@ -127,9 +129,9 @@ def test_a_batch_option_without_batch_exits_2_naming_it_and_writes_nothing(db_ur
 @pytest.mark.parametrize(
     ("monitor", "size", "code"),
     [
-        ("openai:gpt-4o-mini", 50_000, 1),  # accepted: the run executes (and fails against the dead port)
+        ("openai:gpt-4o-mini", 50_000, 0),  # accepted: the run executes (against the loopback batch replay)
         ("openai:gpt-4o-mini", 50_001, 2),
-        ("anthropic:claude-3-5-haiku-latest", 100_000, 1),
+        ("anthropic:claude-3-5-haiku-latest", 100_000, 0),
         ("anthropic:claude-3-5-haiku-latest", 100_001, 2),
     ],
 )
@@ -137,21 +139,26 @@ def test_batch_size_is_bounded_by_the_providers_documented_limit(db_url, engine,
     """Fresh-user trial 44: ``batch_size`` had no upper bound, so a part larger than the provider takes (OpenAI
     50,000 requests per batch file, Anthropic 100,000 per Message Batch) was submitted and refused there. Now
     the provider's limit is part of the option's rule: over it, exit 2 naming the option and the limit, nothing
-    written; at it, the run is created."""
+    written; at it, the run is created and runs, its one part submitted to the provider (the loopback replay of
+    its Batch API, tests/servers/batch_replay.py: a dead port instead cost the SDK's retry pauses, ~3.5 s)."""
     add_pairs(engine, 2)
-    r = run_cli(
-        ["run", "--monitor", monitor, "--template", "direct", "--base-url", NOWHERE, "--batch"]
-        + ["--param", f"batch_size={size}", "--param", "batch_poll=0.01", "--json", "--quiet"],
-        db=db_url,
-        env={"OPENAI_API_KEY": "sk-test-not-a-key", "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key"},
-    )
+    with BatchReplayServer(steps=1) as srv:
+        url = srv.base_url if monitor.startswith("openai:") else srv.root_url
+        r = run_cli(
+            ["run", "--monitor", monitor, "--template", "direct", "--base-url", url, "--batch"]
+            + ["--param", f"batch_size={size}", "--param", "batch_poll=0.01", "--json", "--quiet"],
+            db=db_url,
+            env={"OPENAI_API_KEY": "sk-test-not-a-key", "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key"},
+        )
+        creates = srv.creates
     assert r.returncode == code, (r.returncode, r.stderr)
     if code == 2:
         limit = size - 1
         assert f"--param batch_size must be a whole number >= 1 and <= {limit}" in r.stderr, r.stderr
-        assert _counts(engine) == (0, 0)
+        assert _counts(engine) == (0, 0) and creates == 0
     else:
         assert _counts(engine)[0] == 1 and "--param batch_size" not in r.stderr, r.stderr
+        assert creates == 1 and json.loads(r.stdout)["n"] == 4  # the 4 samples in one part
 
 
 def test_a_stored_batch_size_over_the_providers_limit_stops_the_resume(db_url, engine, monkeypatch):
