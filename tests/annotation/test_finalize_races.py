@@ -82,36 +82,64 @@ def _labeled(engine, tmp_path, prefix: str, n: int, annotators, admin, marked: b
     return pids
 
 
-def _race(db_url: str, *commands: list[str]) -> list[dict]:
-    """Start one worker process per command, all released at the same instant once every one has imported
-    and connected (each says ``ready``, then reads the start time); their JSON outputs."""
-    env = {"PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
+@pytest.fixture(scope="module")
+def racers(tmp_path_factory):
+    """Two worker processes (``race_worker.py serve``) that run this module's races, one operation each per
+    race: their interpreters start once for the module, not twice a race (about 1 s of CPU each, several
+    seconds of a loaded machine's wall clock). Their stderr goes to a file each (read when one dies: a pipe
+    nobody reads could fill and block it). Ended (stdin closed) after the module."""
     import os
 
-    procs = [
-        subprocess.Popen(
-            [sys.executable, str(WORKER), cmd[0], db_url, "-", *cmd[1:]],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, **env},
-        )
-        for cmd in commands
-    ]
+    env = {**os.environ, "PYTHONPATH": f"{REPO}:{REPO / 'tests'}"}
+    logs = tmp_path_factory.mktemp("racers")
+    procs = []
+    for k in range(2):
+        with open(logs / f"racer{k}.err", "w") as err:
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, str(WORKER), "serve"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=err,
+                    text=True,
+                    env=env,
+                )
+            )
+            procs[-1].err_path = logs / f"racer{k}.err"  # type: ignore[attr-defined]
+    yield procs
     for p in procs:
-        if p.stdout.readline() != "ready\n":  # it died before it was ready
+        p.stdin.close()
+    for p in procs:
+        try:
             p.wait(30)
-            raise AssertionError(p.stderr.read()[-3000:])
+        finally:
+            p.kill()
+
+
+def _race(racers, db_url: str, *commands: list[str]) -> list[dict]:
+    """Hand one command to each worker process (``racers``), all released at the same instant once every one
+    has connected to ``db_url`` (each says ``ready``, then reads the start time); their JSON outputs."""
+    procs = racers[: len(commands)]
+    for p, cmd in zip(procs, commands):
+        p.stdin.write(json.dumps([cmd[0], db_url, *cmd[1:]]) + "\n")
+        p.stdin.flush()
+    for p in procs:
+        if p.stdout.readline() != "ready\n":  # it died
+            p.kill()
+            raise AssertionError(p.err_path.read_text()[-3000:])
     start = time.time() + 0.05
     for p in procs:
         p.stdin.write(f"{start}\n")
         p.stdin.flush()
     outs = []
     for p in procs:
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 0, err[-3000:]
-        outs.append(json.loads(out))
+        line = p.stdout.readline()
+        if not line:  # it died
+            p.kill()
+            raise AssertionError(p.err_path.read_text()[-3000:])
+        out = json.loads(line)
+        assert "error" not in out, out.get("error")
+        outs.append(out)
     return outs
 
 
@@ -129,11 +157,11 @@ def team(engine):
     return engine, [fast_user(engine, f"ann{i}", "annotator") for i in (1, 2)], fast_user(engine, "boss", "admin")
 
 
-def test_two_finalizers_racing_decide_every_pair_once(team, tmp_path, db_url):
+def test_two_finalizers_racing_decide_every_pair_once(team, tmp_path, db_url, racers):
     engine, annotators, admin = team
     for trial in range(2):
         pids = _labeled(engine, tmp_path, f"t{trial}p", 30, annotators, admin)
-        a, b = _race(db_url, ["finalize"], ["finalize"])
+        a, b = _race(racers, db_url, ["finalize"], ["finalize"])
         acc_a, acc_b = set(a["accepted_pairs"]), set(b["accepted_pairs"])
         assert a["rejected_pairs"] == {} and b["rejected_pairs"] == {}, (a, b)  # never its own duplicate
         assert not acc_a & acc_b and acc_a | acc_b == set(pids)
@@ -146,10 +174,10 @@ def test_two_finalizers_racing_decide_every_pair_once(team, tmp_path, db_url):
         assert _edition_non_gold(engine) == []
 
 
-def test_two_finalizers_racing_store_agreed_spans_once(team, tmp_path, db_url):
+def test_two_finalizers_racing_store_agreed_spans_once(team, tmp_path, db_url, racers):
     engine, annotators, admin = team
     pids = _labeled(engine, tmp_path, "sp", 20, annotators, admin, marked=True)
-    a, b = _race(db_url, ["finalize"], ["finalize"])
+    a, b = _race(racers, db_url, ["finalize"], ["finalize"])
     assert set(a["accepted_pairs"]) | set(b["accepted_pairs"]) == set(pids)
     with engine.connect() as c:
         rows = c.execute(
@@ -161,7 +189,7 @@ def test_two_finalizers_racing_store_agreed_spans_once(team, tmp_path, db_url):
     assert {r.note for r in rows} == {"agreed by ann1, ann2 (lowest pairwise span F1 1.00); finalized by system"}
 
 
-def test_a_reject_racing_a_finalize_is_counted_or_refused_never_lost(team, tmp_path, db_url):
+def test_a_reject_racing_a_finalize_is_counted_or_refused_never_lost(team, tmp_path, db_url, racers):
     engine, annotators, admin = team
     pids = _labeled(engine, tmp_path, "r", 30, annotators, admin)
     with engine.connect() as c:
@@ -170,7 +198,7 @@ def test_a_reject_racing_a_finalize_is_counted_or_refused_never_lost(team, tmp_p
                 sa.select(Sample.id).where(Sample.pair_id.in_(pids), Sample.label == M).order_by(Sample.id)
             ).scalars()
         )
-    fin, adj = _race(db_url, ["finalize"], ["adjudicate", admin.name, *targets])
+    fin, adj = _race(racers, db_url, ["finalize"], ["adjudicate", admin.name, *targets])
     assert len(adj["ok"]) + len(adj["refused"]) == len(targets)
     for msg in adj["refused"].values():
         assert "already gold" in msg
