@@ -402,7 +402,9 @@ class LoraScorer:
 
     def p_yes(self, request: str, response: str) -> tuple[float, float, float, int]:
         """``(P(misbehavior), logit_yes, logit_no, prompt_tokens)``: softmax over the two logits after
-        the generation prompt (the prompt keeps its last ``max_length`` tokens)."""
+        the generation prompt (the prompt keeps its last ``max_length`` tokens). Only the last position's
+        logits are computed (``logits_to_keep=1``, transformers >= 4.50): the output layer over Gemma 3's
+        262,144-token vocabulary at every prompt position cost more CPU than the rest of the model."""
         import math
 
         ids = self.tok.apply_chat_template(
@@ -412,7 +414,7 @@ class LoraScorer:
             ids = cast("Mapping[str, list[int]]", ids)["input_ids"]  # a BatchEncoding
         ids = list(ids)[-self.max_length :]
         with self.torch.no_grad():
-            logits = self.model(input_ids=self.torch.tensor([ids])).logits[0, -1]
+            logits = self.model(input_ids=self.torch.tensor([ids]), logits_to_keep=1).logits[0, -1]
         ly, ln = float(logits[self.yes]), float(logits[self.no])
         m = max(ly, ln)
         a, b = math.exp(ly - m), math.exp(ln - m)
