@@ -18,7 +18,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 #: where each generated block lives
@@ -38,9 +38,22 @@ def current_blocks() -> dict[str, str]:
     return out
 
 
-def generated(raw: str | Path | None = None, built: tuple[Any, dict[str, Any]] | None = None) -> dict[str, str]:
-    """``{block name: markdown}`` from a fresh seed-0 build in a temporary store, or from ``built``:
-    ``(engine, report)`` of a seed-0 build made already (the test suite's shared one)."""
+#: the editions whose audit tables the docs show (``audit-table:E``)
+AUDITED = ("verified", "paper")
+
+
+def generated(
+    raw: str | Path | None = None,
+    built: tuple[Any, dict[str, Any]] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, str]:
+    """``{block name: markdown}`` from a fresh seed-0 build in a temporary store (the build keeps the audits of
+    :data:`AUDITED`, as ``automonitor build --edition verified`` keeps paper's and verified's), or from ``built``:
+    ``(engine, report)`` of a seed-0 build made already (the test suite's shared one, which keeps them too).
+    Each audit table is what ``automonitor audit --edition E --format markdown`` prints: the audit read
+    through :func:`automonitor.data.audit.cached_audit` (the copy the store keeps for its samples, else
+    computed). ``progress``, when given, gets :func:`~automonitor.data.audit.cached_audit`'s line per audit
+    (where it came from). Raises ``InputError`` for an unreadable raw dir or errata file."""
     from automonitor.data import audit
     from automonitor.data.build import build
     from automonitor.data.build.report_md import gates_markdown
@@ -48,8 +61,8 @@ def generated(raw: str | Path | None = None, built: tuple[Any, dict[str, Any]] |
 
     def blocks(eng: Any, report: dict[str, Any]) -> dict[str, str]:
         out = {"gate-table": gates_markdown(report)}
-        for ed in ("verified", "paper"):
-            out[f"audit-table:{ed}"] = audit.markdown(audit.run_audit(eng, ed))
+        for ed in AUDITED:
+            out[f"audit-table:{ed}"] = audit.markdown(audit.cached_audit(eng, ed, progress=progress))
         return out
 
     if built is not None:
@@ -57,7 +70,7 @@ def generated(raw: str | Path | None = None, built: tuple[Any, dict[str, Any]] |
     with tempfile.TemporaryDirectory() as tmp:
         eng = init_db(get_engine(f"sqlite:///{tmp}/readme.db", fresh=True))
         try:
-            return blocks(eng, build(eng, raw, 0))
+            return blocks(eng, build(eng, raw, 0, audits=AUDITED))
         finally:
             eng.dispose()
 

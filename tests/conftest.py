@@ -136,9 +136,10 @@ def built_sqlite(request, raw_dir):
     through the plan disk cache as a user's does (the run's cache directory starts empty, so this build plans
     for real and writes the entry): later builds and rebuilds of the same raw data and seed in this run (the
     CLI's no-op rebuilds, ``built_pg_template``, ``seed_plan(0)``) read the plan back instead of computing it
-    again (~20-35 s each). Like ``automonitor build``, the build keeps the ``paper`` audit in the store
-    (``audits=("paper",)``), so the CLI builds and reports on copies of it read that instead of each computing it
-    (~9 s CPU a copy)."""
+    again (~20-35 s each). Like ``automonitor build --edition E`` (paper's and E's), the build keeps the audits of
+    ``paper``, ``verified`` and ``hard`` in the store (``seed0_build.SEED0_AUDITS``), so the CLI builds and reports
+    on copies of it, the docs' audit tables (tests/data/test_readme_tables.py) and the hard edition's test read
+    them instead of each computing them (~8-12 s CPU each)."""
     run = _run_dir(request.config)
     build_seed0(run, raw_dir)  # at once when the background build (``_start_seed0_build``) has finished
     return run / "built-seed0.db", json.loads((run / "built-seed0.json").read_text())

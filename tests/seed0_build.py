@@ -16,6 +16,8 @@ from pathlib import Path
 
 #: the hard link to the seed-0 build's plan cache entry, in the run's directory (``keep_seed0_plan``)
 SEED0_PLAN = "built-seed0.plan.json"
+#: the editions whose audit the seed-0 build keeps in its store (``build(..., audits=...)``)
+SEED0_AUDITS = ("paper", "verified", "hard")
 
 
 def sqlite_copy(src: Path, dst: Path) -> None:
@@ -38,7 +40,8 @@ def dispose_engine(url: str, eng) -> None:
 
 def build_seed0(run: Path, raw_dir: Path) -> None:
     """Build the raw sources with seed 0 into ``run/built-seed0.db`` (SQLite, the real
-    :func:`automonitor.data.build.build` with the ``paper`` audit kept, as ``automonitor build`` does) and
+    :func:`automonitor.data.build.build` with the audits of :data:`SEED0_AUDITS` kept, as ``automonitor build
+    --edition E`` keeps paper's and E's) and
     write its report to ``run/built-seed0.json`` (JSON), unless that report exists: under the file lock
     ``run/built-seed0.lock``, so any number of processes may call it and one builds. The plan cache entry
     the build wrote is kept for the run (:func:`keep_seed0_plan`). Uses the plan and analyser cache of
@@ -56,7 +59,10 @@ def build_seed0(run: Path, raw_dir: Path) -> None:
         tmp.unlink(missing_ok=True)  # left by a build that was stopped half-way
         url = f"sqlite:///{tmp}"
         eng = init_db(get_engine(url, fresh=True))
-        report = build(eng, raw_dir, 0, audits=("paper",))  # the store keeps the audit, as `automonitor build`
+        # the store keeps the paper audit, as `automonitor build` does, and verified's and hard's, as `build --edition
+        # verified` (hard) does: the docs' audit tables (tests/data/test_readme_tables.py) and the hard edition's test
+        # (tests/data/test_hard.py) read them instead of computing them on a worker
+        report = build(eng, raw_dir, 0, audits=SEED0_AUDITS)
         dispose_engine(url, eng)
         sqlite_copy(tmp, db)
         tmp.unlink()

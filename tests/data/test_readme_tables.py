@@ -82,17 +82,24 @@ def test_block_helpers_replace_only_between_markers():
 @pytest.mark.slow
 def test_readme_tables_match_the_seed0_build(built_sqlite):
     """Against the run's seed-0 build (``built_sqlite``: analysers and the filter ran for real in this run's
-    own cache directory, tests/conftest.py)."""
+    own cache directory, tests/conftest.py). The build kept the audits of both editions, as ``automonitor build
+    --edition verified`` does: the tables are what ``automonitor audit --edition E --format markdown`` prints
+    on it, read, not computed again (the build computed them once)."""
     from store import get_engine
 
     mod = _module()
     current = mod.current_blocks()
     assert set(current) == set(mod.BLOCKS), "a docs page lost a generated block's markers"
     eng = get_engine(f"sqlite:///{built_sqlite[0]}", fresh=True)
+    lines: list[str] = []
     try:
-        generated = mod.generated(built=(eng, built_sqlite[1]))
+        generated = mod.generated(built=(eng, built_sqlite[1]), progress=lines.append)
     finally:
         eng.dispose()
+    # read, not computed: from the store's copy (or, where an earlier test of the run read it on this store, from
+    # the memory or disk copy of that read)
+    assert [ln.split(":")[0] for ln in lines] == [f"audit of edition {ed}" for ed in mod.AUDITED], lines
+    assert all(re.search(r": from (the store|memory|the cache) ", ln) for ln in lines), lines
     for name in mod.BLOCKS:
         assert same_within_one_step(current[name], generated[name]), (
             f"docs block {name} is stale: run python scripts/readme_tables.py"
