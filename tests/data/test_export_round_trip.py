@@ -26,16 +26,18 @@ def _rows(path) -> list[dict]:
 
 
 @pytest.mark.parametrize("split", list(SPLITS))
-def test_every_split_of_a_built_store_imports_back_unchanged(built_sqlite, tmp_path, split):
+def test_every_split_of_a_built_store_imports_back_unchanged(built_sqlite, empty_sqlite_template, tmp_path, split):
+    """The export reads the run's seed-0 store itself (``built_sqlite``: an export writes nothing, as
+    ``stats`` in tests/data/test_errata_on_the_build.py); the fresh store is a copy of the run's migrated empty
+    store (``empty_sqlite_template``, never written), so the import pays for its rows, not for the migrations."""
     path, _ = built_sqlite
-    src = tmp_path / "built.db"
-    shutil.copyfile(path, src)
     out_opts, in_opts = SPLITS[split]
     first = tmp_path / "first.jsonl"
-    r = run_cli_in_process(["export", str(first), *out_opts], db=f"sqlite:///{src}")
+    r = run_cli_in_process(["export", str(first), *out_opts], db=f"sqlite:///{path}")
     assert r.returncode == 0, r.stderr
     rows = _rows(first)
     assert rows, f"the built store has no {split} samples"
+    shutil.copyfile(empty_sqlite_template, tmp_path / "fresh.db")
     fresh = f"sqlite:///{tmp_path / 'fresh.db'}"
     r = run_cli_in_process(["import", str(first), *in_opts], db=fresh)
     assert r.returncode == 0, r.stderr
