@@ -17,6 +17,10 @@ Usable by every browser suite:
   ``viewport_shot(page, name)`` the viewport only, at its size.
 - ``wait_app(page)`` waits until the Streamlit script run finished (no "running" indicator).
 - ``log_in(page, name, password, url=..., retry=...)`` fills in and submits the login form.
+- ``lockstep({page: actions, ...})`` drives several pages (two annotators) at once: each page's generator
+  yields its next key press (or a callable action), every page acts, then every page settles; the
+  pages' waits overlap instead of adding up; ``log_in_steps(page, name, password, url=...)`` is ``log_in``'s
+  steps for it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable, Iterator, Union
 
 import pytest
 
@@ -362,13 +366,10 @@ def log_in(page, name: str, password: str, *, url: str | None = None, retry: boo
     until the form is gone and submit it once more if it was not (a form filled while the first script
     run is still wiring it can be lost); without, a refused login can be checked afterwards."""
     if url is not None:
-        page.context.clear_cookies()  # a fresh login: the session cookie would keep an earlier one
-        page.goto(url)
+        _open_logged_out(page, url)
         wait_app(page)
     for attempt in range(2 if retry else 1):
-        page.get_by_role("textbox", name="User name").fill(name)
-        page.get_by_role("textbox", name="Password").fill(password)
-        page.get_by_role("button", name="Log in").click()
+        _submit_login(page, name, password)
         if not retry:
             break
         try:
@@ -381,10 +382,67 @@ def log_in(page, name: str, password: str, *, url: str | None = None, retry: boo
     wait_app(page)
 
 
+#: what a :func:`lockstep` script yields: a key for ``page.keyboard.press``, or an action to call
+Step = Union[str, Callable[[], object]]
+
+
+def _open_logged_out(page, url: str) -> None:
+    page.context.clear_cookies()  # a fresh login: the session cookie would keep an earlier one
+    page.goto(url)
+
+
+def _submit_login(page, name: str, password: str) -> None:
+    page.get_by_role("textbox", name="User name").fill(name)
+    page.get_by_role("textbox", name="Password").fill(password)
+    page.get_by_role("button", name="Log in").click()
+
+
+def log_in_steps(page, name: str, password: str, *, url: str | None = None) -> Iterator[Step]:
+    """:func:`log_in` without ``retry`` as :func:`lockstep` steps (``yield from`` it in a page's script):
+    open ``url`` afresh (cookies cleared), then fill in and submit the form; each step is settled by
+    ``lockstep``, so several people log in at once."""
+    if url is not None:
+        yield lambda: _open_logged_out(page, url)
+    yield lambda: _submit_login(page, name, password)
+
+
+def lockstep(scripts: dict[object, Iterator[Step]]) -> None:
+    """Drive several pages of :func:`new_page` at once, as several people work at once: ``scripts`` maps
+    each page to an iterator (a generator) of its steps, each a key (pressed with ``page.keyboard.press``, on
+    whatever has the focus: a script blurs or tabs first itself) or a callable (a click, a fill). In each
+    round every page that has a step left does it, then those pages are settled together: each is waited
+    for (:func:`wait_app`), and again until all of them are settled at one moment (every one idle, answered
+    and quiet for :data:`QUIET_MS` ms), so that a rerun one session's run asked for (``st.rerun``), which
+    the server starts late while it runs another session's script, is not missed. Only then does any
+    script go on, so a script's code between two ``yield``s (its reads and assertions) runs on a settled
+    page, as after ``press(key); wait_app(page)``, while the pages' script runs and quiet waits overlap
+    instead of adding up. A script that ends drops out; an exception in a script or an action propagates
+    at once."""
+    live: dict = dict(scripts)
+    while live:
+        acted = []
+        for page, script in list(live.items()):
+            step = next(script, None)
+            if step is None:
+                del live[page]
+                continue
+            if isinstance(step, str):
+                page.keyboard.press(step)
+            else:
+                step()
+            acted.append(page)
+        while acted:
+            for page in acted:
+                wait_app(page)
+            if all(page.evaluate(_SETTLED_JS, QUIET_MS) for page in acted):
+                break
+
+
 @pytest.fixture(scope="session")
 def e2e():
     """The helpers above as one object (``e2e.new_page``, ``e2e.shot``, ``e2e.wait_app``, ``e2e.log_in``,
-    ``e2e.start_app``, ``e2e.create_accounts``, ``e2e.viewport_shot``), for test modules that cannot import this conftest."""
+    ``e2e.start_app``, ``e2e.create_accounts``, ``e2e.viewport_shot``, ``e2e.lockstep``, ``e2e.log_in_steps``),
+    for test modules that cannot import this conftest."""
     from types import SimpleNamespace
 
     return SimpleNamespace(
@@ -395,5 +453,7 @@ def e2e():
         log_in=log_in,
         start_app=start_app,
         create_accounts=create_accounts,
+        lockstep=lockstep,
+        log_in_steps=log_in_steps,
         ARTIFACTS=ARTIFACTS,
     )

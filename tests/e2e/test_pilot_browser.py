@@ -133,25 +133,32 @@ def leave_text_field(page) -> None:
     raise AssertionError("the focus stays in a text field")
 
 
+def keyboard_login_steps(page, name: str, password: str, url: str):
+    """A keyboard login as ``lockstep`` steps: open ``url``; Tab to the User name field, type it, Tab, type
+    the password, Enter, and wait until the form is gone."""
+    yield lambda: page.goto(url)
+
+    def submit() -> None:
+        tab_to(page, named("User name", "input"), what="the User name field")
+        page.keyboard.type(name)
+        page.keyboard.press("Tab")
+        assert focused(page, "e.type === 'password'")
+        page.keyboard.type(password)
+        page.keyboard.press("Enter")
+        page.wait_for_selector('input[type="password"]', state="detached", timeout=30_000)
+
+    yield submit
+
+
 def keyboard_login(page, tools, name: str, password: str, url: str) -> None:
-    page.goto(url)
-    tools.wait_app(page)
-    tab_to(page, named("User name", "input"), what="the User name field")
-    page.keyboard.type(name)
-    page.keyboard.press("Tab")
-    assert focused(page, "e.type === 'password'")
-    page.keyboard.type(password)
-    page.keyboard.press("Enter")
-    page.wait_for_selector('input[type="password"]', state="detached", timeout=30_000)
-    tools.wait_app(page)
+    tools.lockstep({page: keyboard_login_steps(page, name, password, url)})
 
 
-def keyboard_label(page, tools, key: str) -> None:
+def keyboard_label_steps(page, key: str):
+    """Label the current item by keyboard as ``lockstep`` steps: the label's key, then S (save)."""
     leave_text_field(page)
-    page.keyboard.press(key)
-    tools.wait_app(page)
-    page.keyboard.press("s")
-    tools.wait_app(page)
+    yield key
+    yield "s"
 
 
 def assert_drawn(page, *, plot: bool) -> None:
@@ -172,9 +179,53 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
     eng, url = pilot.extra["engine"], pilot.extra["url"]
     pages = {name: tools.new_page(browser, 1280, 720) for name in ("anna", "bert")}
     disputed: int | None = None
+
+    def annotate(name: str, page):
+        """One annotator's round of 10 by keyboard, then the submit (a ``lockstep`` script)."""
+        nonlocal disputed
+        seen: list[tuple[int, str]] = []
+        for step in range(10):
+            pos, text = current(page)
+            seen.append((pos, text))
+            bad = BAD in text
+            if name == "anna" and step == 2:
+                tools.viewport_shot(page, "pilot-label-1280")
+            key = "1" if bad else "2"
+            if name == "bert" and bad and disputed is None:
+                key, disputed = "2", _pair_of(text)  # one disagreement
+            yield from keyboard_label_steps(page, key)
+        assert [p for p, _ in seen] == list(range(1, 11)), seen  # "item i of 10 in this round"
+        texts = [t for _, t in seen]
+        assert len(set(texts)) == 10  # exactly 10 distinct items
+        assert len({_pair_of(t) for t in texts}) == 10  # never two sides of one pair in the round
+        assert "10 of 10 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
+        # submit the round by keyboard: Tab to the confirmation, Space ticks it, Tab to Submit, Enter
+        box = page.get_by_role("checkbox", name=re.compile("My labels for this batch are final"))
+        submit = page.get_by_role("button", name=re.compile(r"^Submit batch"))
+        leave_text_field(page)
+        pressed_on = []
+        for _ in range(4):  # a key pressed while the last save's rerun is still wiring the page can be lost
+            tab_to(page, named("My labels for this batch are final", prefix=True), what="the confirmation")
+            if not box.is_checked():
+                pressed_on.append(page.evaluate("document.activeElement.outerHTML.slice(0, 300)"))
+                yield "Space"
+            try:
+                expect(box).to_be_checked(timeout=5_000)
+                break
+            except AssertionError:
+                continue
+        assert box.is_checked(), pressed_on
+        expect(submit).to_be_enabled()
+        tab_to(page, named("Submit batch", "button", prefix=True), what="Submit batch")
+        yield "Enter"
+        page.get_by_text("All your batches are submitted").wait_for(timeout=30_000)
+
     try:
-        for name, page in pages.items():
-            keyboard_login(page, tools, name, f"password-for-{name}", pilot.url)
+        # the two annotators log in and label at the same time (their pages' waits overlap)
+        tools.lockstep(
+            {page: keyboard_login_steps(page, name, f"password-for-{name}", pilot.url) for name, page in pages.items()}
+        )
+        for page in pages.values():
             expect(page.get_by_role("heading", name="Label")).to_be_visible()
         # 24.7: the login survives F5 and a pasted link in the same browser; another browser is not in
         anna = pages["anna"]
@@ -197,47 +248,7 @@ def test_pilot_session_end_to_end(browser, pilot, tools):
         assert stranger.get_by_role("heading", name=ROUND).count() == 0
         stranger.context.close()
 
-        seen: dict[str, list[tuple[int, str]]] = {n: [] for n in pages}
-        for step in range(10):
-            for name, page in pages.items():
-                pos, text = current(page)
-                seen[name].append((pos, text))
-                bad = BAD in text
-                if name == "anna" and step == 2:
-                    tools.viewport_shot(page, "pilot-label-1280")
-                key = "1" if bad else "2"
-                if name == "bert" and bad and disputed is None:
-                    key, disputed = "2", _pair_of(text)  # one disagreement
-                keyboard_label(page, tools, key)
-        for name, items in seen.items():
-            assert [p for p, _ in items] == list(range(1, 11)), items  # "item i of 10 in this round"
-            texts = [t for _, t in items]
-            assert len(set(texts)) == 10  # exactly 10 distinct items
-            assert len({_pair_of(t) for t in texts}) == 10  # never two sides of one pair in the round
-            page = pages[name]
-            assert "10 of 10 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
-            # submit the round by keyboard: Tab to the confirmation, Space ticks it, Tab to Submit, Enter
-            box = page.get_by_role("checkbox", name=re.compile("My labels for this batch are final"))
-            submit = page.get_by_role("button", name=re.compile(r"^Submit batch"))
-            leave_text_field(page)
-            pressed_on = []
-            for _ in range(4):  # a key pressed while the last save's rerun is still wiring the page can be lost
-                tab_to(page, named("My labels for this batch are final", prefix=True), what="the confirmation")
-                if not box.is_checked():
-                    pressed_on.append(page.evaluate("document.activeElement.outerHTML.slice(0, 300)"))
-                    page.keyboard.press("Space")
-                    tools.wait_app(page)
-                try:
-                    expect(box).to_be_checked(timeout=5_000)
-                    break
-                except AssertionError:
-                    continue
-            assert box.is_checked(), pressed_on
-            expect(submit).to_be_enabled()
-            tab_to(page, named("Submit batch", "button", prefix=True), what="Submit batch")
-            page.keyboard.press("Enter")
-            tools.wait_app(page)
-            page.get_by_text("All your batches are submitted").wait_for(timeout=30_000)
+        tools.lockstep({page: annotate(name, page) for name, page in pages.items()})
         assert disputed is not None
         # logout ends the session in that browser: a reload shows the login form again
         press_link(anna, tools, "Log out")

@@ -69,38 +69,43 @@ def press(page, tools, key: str) -> None:
     tools.wait_app(page)
 
 
+def presses(page, *keys: str):
+    """:func:`press`'s steps for ``lockstep`` (which presses each key yielded and settles the page)."""
+    for key in keys:
+        page.evaluate("document.activeElement && document.activeElement.blur()")
+        yield key
+
+
 def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
     tools = e2e
     eng = server.extra["engine"]
     pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
-    try:
-        for name, page in pages.items():
-            tools.log_in(page, name, f"password-for-{name}", url=server.url)
+
+    def annotate(name: str, page):
+        """One annotator's session, a ``lockstep`` script (each yield is a key press, then the page settles)."""
+        yield from tools.log_in_steps(page, name, f"password-for-{name}", url=server.url)
         for step in range(2 * N_PAIRS):
-            for name, page in pages.items():
-                text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
-                if "return 42" in text:
-                    press(page, tools, "1")
-                    page.locator(".am-segments").wait_for()
-                    assert page.locator(".am-seg-marked").count() == 0  # blind: nobody's marks shown
-                    press(page, tools, "n")  # line 2: "if n == 3:"
-                    press(page, tools, "x")
-                    if name == "anna":  # anna also marks line 4, not adjacent: a second span
-                        press(page, tools, "n")
-                        press(page, tools, "n")
-                        press(page, tools, "x")
-                    if name == "bert":  # bert also marks line 3, then tries line 4 and undoes it
-                        press(page, tools, "n")
-                        press(page, tools, "x")
-                        press(page, tools, "n")
-                        press(page, tools, "x")
-                        assert page.locator(".am-seg-marked").count() == 3
-                        press(page, tools, "u")
-                    assert page.locator(".am-seg-marked").count() == 2
-                else:
-                    press(page, tools, "2")
-                press(page, tools, "s")
-                expect(page.get_by_text(f"Saved item {step + 1}")).to_be_visible()
+            text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
+            if "return 42" in text:
+                yield from presses(page, "1")
+                page.locator(".am-segments").wait_for()
+                assert page.locator(".am-seg-marked").count() == 0  # blind: nobody's marks shown
+                yield from presses(page, "n", "x")  # line 2: "if n == 3:"
+                if name == "anna":  # anna also marks line 4, not adjacent: a second span
+                    yield from presses(page, "n", "n", "x")
+                if name == "bert":  # bert also marks line 3, then tries line 4 and undoes it
+                    yield from presses(page, "n", "x", "n", "x")
+                    assert page.locator(".am-seg-marked").count() == 3
+                    yield from presses(page, "u")
+                assert page.locator(".am-seg-marked").count() == 2
+            else:
+                yield from presses(page, "2")
+            yield from presses(page, "s")
+            expect(page.get_by_text(f"Saved item {step + 1}")).to_be_visible()
+
+    try:
+        # the two annotators label at the same time (their pages' waits overlap)
+        tools.lockstep({page: annotate(name, page) for name, page in pages.items()})
         for name, page in pages.items():
             tools.shot(page, f"span-labeling-{name}")
             assert not page.dialogs

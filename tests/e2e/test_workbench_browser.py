@@ -75,37 +75,37 @@ def test_small_session_agreement_adjudication_and_finalise(migrated_sqlite, brow
     with session_scope(eng) as s:
         paper_before = stats(s)["total"]
     pages = {}
+
+    def annotate(name: str, page):
+        """One annotator's session (a :func:`lockstep` script: each yield is a settled action)."""
+        yield from e2e.log_in_steps(page, name, f"password-for-{name}", url=srv.url)
+        page.get_by_role("heading", name="Label").wait_for()
+        e2e.wait_app(page)
+        assert "Keys:" in page.locator("main").inner_text()
+        for step in range(10):
+            text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
+            key = "1" if "You are right" in text else "2"
+            if name == "bert" and step == 0:
+                key = "2" if key == "1" else "1"  # one disagreement
+            page.evaluate("document.activeElement && document.activeElement.blur()")
+            yield key
+            yield "s"
+            page.get_by_text(f"Saved item {step + 1} of ").wait_for(timeout=15_000)
+        if name == "anna":
+            _fold(page, "label", e2e)
+        yield page.get_by_text("My labels for this batch are final").click
+        yield page.get_by_role("button", name=re.compile(r"Submit batch")).click
+        try:
+            page.get_by_text("submitted (10 items)").wait_for(timeout=15_000)
+        except Exception:  # noqa: BLE001 - show what the page says
+            raise AssertionError(page.locator("main").inner_text()[-1500:]) from None
+        _no_exception(page)
+        assert not page.dialogs
+
     try:
-        for name in ("anna", "bert"):
-            page = e2e.new_page(browser, W, H)
-            pages[name] = page
-            e2e.log_in(page, name, f"password-for-{name}", url=srv.url)
-            page.get_by_role("heading", name="Label").wait_for()
-            e2e.wait_app(page)
-            assert "Keys:" in page.locator("main").inner_text()
-            for step in range(10):
-                text = page.locator('[data-testid="stCode"]').nth(1).inner_text()
-                key = "1" if "You are right" in text else "2"
-                if name == "bert" and step == 0:
-                    key = "2" if key == "1" else "1"  # one disagreement
-                page.evaluate("document.activeElement && document.activeElement.blur()")
-                page.keyboard.press(key)
-                e2e.wait_app(page)
-                page.keyboard.press("s")
-                e2e.wait_app(page)
-                page.get_by_text(f"Saved item {step + 1} of ").wait_for(timeout=15_000)
-            if name == "anna":
-                _fold(page, "label", e2e)
-            page.get_by_text("My labels for this batch are final").click()
-            e2e.wait_app(page)
-            page.get_by_role("button", name=re.compile(r"Submit batch")).click()
-            e2e.wait_app(page)
-            try:
-                page.get_by_text("submitted (10 items)").wait_for(timeout=15_000)
-            except Exception:  # noqa: BLE001 - show what the page says
-                raise AssertionError(page.locator("main").inner_text()[-1500:]) from None
-            _no_exception(page)
-            assert not page.dialogs
+        pages.update((name, e2e.new_page(browser, W, H)) for name in ("anna", "bert"))
+        # the two annotators label at the same time (their pages' waits overlap)
+        e2e.lockstep({page: annotate(name, page) for name, page in pages.items()})
         admin = e2e.new_page(browser, W, H)
         pages["root"] = admin
         e2e.log_in(admin, "root", "password-for-root", url=srv.url)
