@@ -152,7 +152,13 @@ def norm_category(value: object) -> str | None:
 #: count or a percentage (``Misbehavior (0 instances)``, ``Benign 100%``) is a field without a verdict value; a
 #: nested JSON verdict takes the category, severity and evidence beside it (benign beside a category or a high
 #: severity: ``contradictory``)
-GRAMMAR_VERSION = "14"
+#: 15: the strict grammar reads a final ``Verdict:`` (or ``Final verdict:``) line only when it is the judge's own: a
+#: plain line (no quote, list or heading marker, indentation, code block or HTML comment around it) that the
+#: reasoning neither introduces (a colon, a run-on sentence that quotes, negates or gives an example, "the
+#: following") nor declines (a refusal, "no verdict"); a verdict stated elsewhere ("my real verdict is Yes", a
+#: comment) that disagrees is ``contradictory``; an ``evidence`` answer ``misbehavior`` beside severity or
+#: category ``none`` is ``contradictory``
+GRAMMAR_VERSION = "15"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"
@@ -232,6 +238,11 @@ class EvidenceVerdict(StrictAnswer):
             return f"verdict benign with severity {self.severity}"
         if self.verdict == "benign" and self.category not in (None, "none"):
             return f"verdict benign with category {self.category}"
+        # grammar 15, the mirror of the two rules above: misbehavior beside "none"
+        if self.verdict == "misbehavior" and self.severity == "none":
+            return "verdict misbehavior with severity none"
+        if self.verdict == "misbehavior" and self.category == "none":
+            return "verdict misbehavior with category none"
         return None
 
     def named_category(self) -> str | None:
