@@ -99,7 +99,7 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                         k=int(k) if rule == "vote" else None,
                         threshold=float(thr) if rule == "mean" else None,
                     )
-                    st.success(f"derived run {res['run_id']}")
+                    st.success(f"derived run {md_code(res['run_id'])}")
             elif kind == "thresholds":
                 run = st.selectbox("Score run", ids, key=f"{page}.thr_run", format_func=labels.get)
                 target = st.text_input("Target (far<=X or cost:R)", "far<=0.1", key=f"{page}.thr_target")
@@ -107,7 +107,7 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                 folds = st.number_input("Folds (cross-validation by pair)", 2, 20, 5, key=f"{page}.thr_folds")
                 if st.button("Build thresholds run", key=f"{page}.build_thr"):
                     res = derive.derive_thresholds(loaders.engine(), run, target, by=by, folds=int(folds))
-                    st.success(f"derived run {res['run_id']}")
+                    st.success(f"derived run {md_code(res['run_id'])}")
             else:
                 cheap = st.selectbox("Cheap score run", ids, key=f"{page}.cas_cheap", format_func=labels.get)
                 exp = st.selectbox("Expensive run", ids, key=f"{page}.cas_exp", format_func=labels.get)
@@ -117,7 +117,7 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                 )
                 if st.button("Build cascade", key=f"{page}.build_cas"):
                     res = derive.derive_cascade(loaders.engine(), cheap, exp, float(low), float(high))
-                    st.success(f"derived run {res['run_id']}: {res['recipe']['share_escalated']:.1%} escalated")
+                    st.success(f"derived run {md_code(res['run_id'])}: {res['recipe']['share_escalated']:.1%} escalated")
                     for w in res.get("warnings") or []:
                         st.warning(w)
         except (InputError, NotFound) as exc:

@@ -12,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from automonitor import views
 from automonitor.errors import InputError
+from automonitor.escaping import md_code
 from pages._launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ def start_job(page: str, eng: Engine, url: str, spec: GenerationSpec) -> str | N
         st.error(f"Not started: {views.md_escape(exc)}")
         return None
     st.session_state[f"{page}.gen.launched"] = run_id
-    st.success(f"Generation `{run_id}` started in the background.")
+    st.success(f"Generation {md_code(run_id)} started in the background.")
     return run_id
 
 
@@ -172,4 +173,4 @@ def progress_box(eng: Engine, rows: list[dict[str, Any]]) -> None:
             "Cancel", key=f"gen.cancel.{r['generation_id']}", icon=":material/stop_circle:"
         ):
             runner.cancel_run(eng, r["generation_id"])
-            st.toast(f"Cancelling {r['generation_id']}…")
+            st.toast(f"Cancelling {views.md_escape(r['generation_id'])}…")

@@ -219,7 +219,7 @@ def span_marker(
         f"{kind.capitalize()}s",
         list(range(n)),
         selection_mode="multi",
-        format_func=lambda i: f"{i + 1}: {response[segs_rng[i][0] : segs_rng[i][1]][:60]}",
+        format_func=lambda i: f"{i + 1}: {ui.md(response[segs_rng[i][0] : segs_rng[i][1]][:60])}",  # markdown: inert
         key=segs,
         on_change=_clicked,
         args=(k,),

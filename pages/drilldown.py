@@ -379,9 +379,9 @@ for col, rid in zip(cols, shown_runs):
             st.markdown("**Reason**")
             st.text(views.reveal_invisible(p["reason"]))  # the judge's words: invisible characters marked
         raw_note = p.get("raw_note")  # a raw answer cut on storing: how much is kept
-        with st.expander(f"Raw monitor answer ({raw_note})" if raw_note else "Raw monitor answer", expanded=False):
+        with st.expander(f"Raw monitor answer ({md(raw_note)})" if raw_note else "Raw monitor answer", expanded=False):
             if raw_note:
-                st.caption(f"The stored answer is cut: {raw_note}.")
+                st.caption(f"The stored answer is cut: {md(raw_note)}.")
             ui.code_block(p["raw"] or "(none)")
 
 if other:
@@ -391,7 +391,7 @@ if other:
         f"The pair as a diff ({'line' if mode == 'line' else 'word'} diff of the two responses)", expanded=True
     ):
         ui.show_html(views.pair_diff_html(mis["response"], ben["response"], mode))
-    with st.expander(f"The other side of the pair (gold: {other['label']})", expanded=False):
+    with st.expander(f"The other side of the pair (gold: {md(other['label'])})", expanded=False):
         ui.show_html(views.text_html(other["response"], max_height=320, css_class="am-text am-other"))
         for rid in shown_runs:
             po = views.sample_predictions(loaders.engine(), other["id"], [rid]).get(rid)

@@ -78,8 +78,8 @@ only = st.radio("Show", ("all", "kept", "dropped"), horizontal=True, key=f"{PAGE
 for i, it in enumerate(items):
     if (only == "kept" and not it["kept"]) or (only == "dropped" and it["kept"]):
         continue
-    label = "kept" if it["kept"] else f"dropped: {it['reason']}"
-    with st.expander(f"{it['item_id']} · {label}"):
+    label = "kept" if it["kept"] else f"dropped: {views.md_escape(it['reason'])}"
+    with st.expander(f"{views.md_escape(it['item_id'])} · {label}"):  # an expander label is markdown
         for role, msgs in it["prompts"].items():
             st.markdown(f"**prompt · {views.md_escape(role)}**")
             st.text(views.reveal_invisible("\n\n".join(f"[{m['role']}] {m['content']}" for m in msgs)))

@@ -243,7 +243,7 @@ with st.popover("Flag this item for the admin", disabled=False):
         try:
             ann.flag_item(engine, account, item.sample_id, st.session_state.get(f"{k}.flag"))
         except (InputError, PermissionDenied) as exc:
-            st.error(f"Not sent: {exc.message if isinstance(exc, InputError) else exc}")
+            st.error(f"Not sent: {ui.md(exc.message if isinstance(exc, InputError) else exc)}")
         else:
             st.success("Flag sent to the admin.")
 
