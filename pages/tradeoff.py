@@ -234,10 +234,9 @@ if flags:
     st.caption(views.md_escape(views.audit_flags_note(flags, audit_eds)))
 
 summary = views.set_summary(scored)
-small = int((~scored["eligible"]).sum()) if len(scored) else 0
 note = (
     "Lower-left is better: miss rate MR = FN/(TP+FN) against false alarm rate FAR = FP/(TN+FP); "
-    f"95% Wilson error bars. {views.small_runs_note(small, int(min_n))} "
+    f"95% Wilson error bars. {views.hollow_runs_note(scored, int(min_n))} "
     "Click a point to open its missed samples (FN)."
 )
 st.caption(note)

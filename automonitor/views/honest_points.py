@@ -13,6 +13,7 @@ import pandas as pd
 
 from automonitor.errors import InputError
 from automonitor.escaping import md_escape
+from automonitor.runs.coverage import PARTIAL_NOT_ELIGIBLE
 from automonitor.views.run_labels import BACKEND_PREFIX
 from automonitor.vocab import RunStatus
 
@@ -439,3 +440,59 @@ def small_runs_note(small: int, min_n: int) -> str:
         return f"Every run shown has at least {need} in this slice (runs with fewer are drawn hollow, off the front)."
     runs = "1 run has" if small == 1 else f"{small} runs have"
     return f"Hollow: {runs} fewer than {need} in this slice, so not on the front."
+
+
+#: The reasons :func:`hollow_reasons` gives, in the order :func:`hollow_runs_note` names them.
+HOLLOW_REASONS = ("too few", "partial import", "unfinished", "identical to an input", "not eligible")
+
+
+def hollow_reasons(points: pd.DataFrame, min_n: int) -> list[str]:
+    """Why each run of ``points`` (:func:`honest_points` output: ``eligible``, ``not_eligible``, ``judged``,
+    ``incomplete``, ``duplicate_of``) is drawn hollow, one of :data:`HOLLOW_REASONS`, or ``""`` for an eligible
+    run. A run with several reasons gets the first that holds of: a partial imported file (``not_eligible`` is
+    :data:`automonitor.runs.coverage.PARTIAL_NOT_ELIGIBLE`: off the front whatever its size), unfinished or
+    cancelled (``incomplete``), a derived run identical to its input (``duplicate_of``), fewer than ``min_n``
+    judged samples; any other ineligible run is ``"not eligible"``. So a partial import with exactly ``min_n``
+    judged samples is counted as a partial import, never as too small (trial48)."""
+    out = []
+    n = len(points)
+    col = lambda name, default: list(points[name]) if name in points else [default] * n  # noqa: E731
+    for ok, why, judged_n, incomplete, dup in zip(
+        col("eligible", True), col("not_eligible", ""), col("judged", min_n), col("incomplete", False),
+        col("duplicate_of", ""),
+    ):  # fmt: skip
+        if bool(ok):
+            out.append("")
+        elif why == PARTIAL_NOT_ELIGIBLE:
+            out.append("partial import")
+        elif bool(incomplete):
+            out.append("unfinished")
+        elif dup:
+            out.append("identical to an input")
+        elif int(judged_n) < min_n:
+            out.append("too few")
+        else:
+            out.append("not eligible")
+    return out
+
+
+def hollow_runs_note(points: pd.DataFrame, min_n: int) -> str:
+    """The trade-off caption's sentence on the runs of ``points`` (:func:`honest_points` output) drawn hollow,
+    each counted under its reason (:func:`hollow_reasons`), as the text report's hollow line does: "Hollow: 2
+    runs have fewer than 100 judged samples in this slice; 1 run is a partial import (...); 1 run is
+    unfinished or cancelled, so not on the front." With no hollow run, :func:`small_runs_note`'s sentence for none."""
+    counts = Counter(r for r in hollow_reasons(points, min_n) if r)
+    if not counts:
+        return small_runs_note(0, min_n)
+    need = f"{min_n} judged sample{'' if min_n == 1 else 's'}"
+    n_of = lambda k, one, many: f"1 {one}" if counts[k] == 1 else f"{counts[k]} {many}"  # noqa: E731
+    text = {
+        "too few": n_of("too few", "run has", "runs have") + f" fewer than {need} in this slice",
+        "partial import": n_of("partial import", "run is a partial import", "runs are partial imports")
+        + " (part of the test set: not comparable)",
+        "unfinished": n_of("unfinished", "run is unfinished or cancelled", "runs are unfinished or cancelled"),
+        "identical to an input": n_of("identical to an input", "derived run repeats", "derived runs repeat")
+        + " an input's verdicts",
+        "not eligible": n_of("not eligible", "run is", "runs are") + " not eligible",
+    }
+    return "Hollow: " + "; ".join(text[r] for r in HOLLOW_REASONS if counts[r]) + ", so not on the front."

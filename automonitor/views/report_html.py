@@ -39,7 +39,7 @@ from automonitor.vocab import DIFFICULTY_EDITIONS
 from automonitor.analysis.report_schema import Report, RunReport, SliceStats
 from automonitor.data.audit.report_md import fmt2
 from automonitor.views import esc, highlight_html, tradeoff_points
-from automonitor.views.honest_points import DEFAULT_MIN_N, honest_points, small_runs_note
+from automonitor.views.honest_points import DEFAULT_MIN_N, hollow_runs_note, honest_points
 from automonitor.views.cells import is_missing
 from automonitor.views.evidence import ground_evidence, legend_html
 from automonitor.views.tradeoff import reported_for
@@ -403,12 +403,11 @@ def _every_run_note_of(rep: Report, pts: pd.DataFrame | None) -> str | None:
 
 
 def _plane_html(rep: Report, pts: pd.DataFrame | None = None) -> str:
-    hollow = int((~pts["eligible"]).sum()) if pts is not None and len(pts) else 0
     return (
         "<h2>The MR-FAR plane</h2>"
         '<div class="am-fig" id="fig-plane" data-spec="fig-plane-spec" style="height:560px"></div>'
         f'<p class="note">Runs: labelled, coloured by template, 95% Wilson error bars; green: the Pareto front. '
-        f"{esc(small_runs_note(hollow, DEFAULT_MIN_N))} Pearson r leaves the hollow runs out. "
+        f"{esc(hollow_runs_note(pts if pts is not None else pd.DataFrame(), DEFAULT_MIN_N))} Pearson r leaves the hollow runs out. "
         f"Black diamonds: {esc(REPORTED_SOURCE)}</p>"
     )
 

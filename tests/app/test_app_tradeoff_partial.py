@@ -38,5 +38,9 @@ def test_a_partial_import_is_hollow_on_the_page_with_its_reason(tmp_path):
             said = {c[0]: c[13] for t in hollow for c in t["customdata"]}
             assert said.get(part) == PARTIAL_NOT_ELIGIBLE
             assert all("%{customdata[13]}" in t["hovertemplate"] for t in hollow)
+            # the caption names its reason: 30 judged is not "fewer than 20" (trial48 item F)
+            (note,) = [c.value for c in at.caption if "Hollow:" in c.value]
+            assert "Hollow: 1 run is a partial import (part of the test set: not comparable)" in note, note
+            assert "fewer than" not in note, note
     finally:
         eng.dispose()

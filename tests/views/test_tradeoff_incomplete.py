@@ -10,7 +10,9 @@ import pandas as pd
 
 from automonitor import views
 from automonitor.analysis.derive import derive_ensemble
+from automonitor.runs.coverage import PARTIAL_NOT_ELIGIBLE
 from automonitor.runs.prediction_files import import_predictions
+from automonitor.views.honest_points import hollow_reasons
 from store import session_scope
 from store.queries.samples import insert_samples
 
@@ -184,6 +186,42 @@ def test_the_hollow_runs_sentence_counts_runs_and_samples_in_good_english():
         == "Hollow: 1 run has fewer than 10 judged samples in this slice, so not on the front."
     )
     assert views.small_runs_note(3, 1).startswith("Hollow: 3 runs have fewer than 1 judged sample in")
+
+
+def test_the_hollow_sentence_gives_each_hollow_run_its_reason():
+    """trial48 item F: the Trade-off caption said "Hollow: 2 runs have fewer than 100 judged samples" when one
+    of the two was a partial import with exactly 100 judged. Each hollow run is now counted under its own
+    reason (partial import, unfinished or cancelled, a derived copy of an input, too few), as the text
+    report's hollow line does."""
+    base = _points()  # good: 200 judged, stopped: 200, copy: 200
+    small = {**base.iloc[0].to_dict(), "run_id": "small", "tp": 20, "fn": 10, "fp": 10, "tn": 20}  # 60 judged
+    part = {**base.iloc[0].to_dict(), "run_id": "part", "tp": 25, "fn": 25, "fp": 25, "tn": 25}  # exactly 100
+    pts = pd.concat([base, pd.DataFrame([small, part])], ignore_index=True)
+    pts["not_eligible"] = [PARTIAL_NOT_ELIGIBLE if r == "part" else "" for r in pts["run_id"]]
+    st = {"good": "finished", "stopped": "failed", "copy": "finished", "small": "finished", "part": "finished"}
+    p = views.honest_points(pts, min_n=100, statuses=st, duplicates={"copy": "good"}, show_duplicates=True)
+    assert p.set_index("run_id").loc["part", "judged"] == 100
+    why = dict(zip(p["run_id"], hollow_reasons(p, 100)))
+    assert why == {
+        "good": "",
+        "stopped": "unfinished",
+        "copy": "identical to an input",
+        "small": "too few",
+        "part": "partial import",
+    }
+    assert views.hollow_runs_note(p, 100) == (
+        "Hollow: 1 run has fewer than 100 judged samples in this slice; 1 run is a partial import (part of the test "
+        "set: not comparable); 1 run is unfinished or cancelled; 1 derived run repeats an input's verdicts, so not "
+        "on the front."
+    )
+    # only the partial import hollow: no word of too few samples
+    only = views.honest_points(pts[pts["run_id"].isin(["good", "part"])], min_n=100)
+    assert views.hollow_runs_note(only, 100) == (
+        "Hollow: 1 run is a partial import (part of the test set: not comparable), so not on the front."
+    )
+    two = views.honest_points(pts[pts["run_id"].isin(["good", "part", "small"])], min_n=100)
+    assert "2 runs have fewer" not in views.hollow_runs_note(two, 100)
+    assert views.hollow_runs_note(views.honest_points(base, min_n=100), 100) == views.small_runs_note(0, 100)
 
 
 def test_partial_names_only_a_partial_import_in_code_and_docs():
