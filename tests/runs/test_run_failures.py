@@ -55,7 +55,8 @@ def test_a_judge_that_drops_every_connection_is_said_reached_not_unreachable(eng
     """Trial 46 (U4): a judge server that took the requests and dropped each connection before a complete
     answer failed the run (rc 1, right) with "no call reached the judge ... start the server or correct
     --base-url", though it had received the calls. The line now says it was reached, how many calls did,
-    and points at the server, not at the URL; nothing is judged, every sample stays pending."""
+    and points at the server, not at the URL; nothing is judged, every sample stays pending. Its count of
+    calls is the summary's ``api_calls``."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     add_pairs(engine, 6)
     with OpenAIFaultServer() as srv:
@@ -70,6 +71,10 @@ def test_a_judge_that_drops_every_connection_is_said_reached_not_unreachable(eng
     assert "no call reached the judge" not in error and "start the server" not in error, error
     assert f"the judge at {srv.base_url} was reached but answered no call" in error, error
     assert "calls reached it and lost their connection before an answer" in error and "--resume" in error, error
+    # the line counts every call sent, as the summary's api_calls does: a call in flight when the run stopped
+    # failed after the stop and was missing from "3 of 3 calls" beside api_calls 4 (trial48 item G)
+    calls = out["api_calls"]
+    assert calls == received and f"{calls} of {calls} calls reached it" in error, (calls, received, error)
     assert out["counts"]["error"] == 0
 
 

@@ -131,7 +131,7 @@ def execute_run(
     if claim.history and not state.cancelled:  # --retry-errors: a retry never sent leaves its sample as it was
         with session_scope(engine) as s:
             q.restore_unsent(s, run_id, claim.history)
-    failure = state.fatal or state.last_permanent  # samples left pending by run-wide permanent failures
+    failure = state.failure()  # samples left pending by run-wide permanent failures (counts as they ended)
     c = state.circuit
     no_answer = None
     if failure is None and not state.cancelled and state.api_calls and c.answers == 0:

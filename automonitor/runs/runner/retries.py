@@ -158,19 +158,8 @@ class Circuit:
         if not self.answered and len(self.refused) >= self.limit:
             last = self.refused[-1]
             raise PermanentError(str(last), status=last.status, code=last.code, run_wide=True)
-        if not self.answered and self.failures >= self.limit:
-            if self.reached:  # the server took calls, then dropped them: it is there, but answers none
-                raise PermanentError(
-                    f"{self.reached} of {self.failures} calls reached it and lost their connection before an "
-                    f"answer, the last: {self.last}",
-                    code=JUDGE_DROPPED,
-                    run_wide=True,
-                )
-            raise PermanentError(
-                f"{self.failures} transport failures, the last: {self.last}",
-                code=NEVER_REACHED,
-                run_wide=True,
-            )
+        if (unreachable := self.unreachable()) is not None:
+            raise unreachable
         if self.is_lost():
             raise PermanentError(
                 f"{self.lost} transport failures in a row since its last answer, the last: {self.last}",
@@ -184,6 +173,26 @@ class Circuit:
                 code=SERVER_FAILING,
                 run_wide=True,
             )
+
+    def unreachable(self) -> PermanentError | None:
+        """The run-wide failure of a judge that answered no call, with the counts as they stand now: ``None``
+        while it has answered or fewer than ``limit`` calls failed in transport; else code :data:`JUDGE_DROPPED`
+        ("R of F calls reached it and lost their connection ...") when :attr:`reached`, :data:`NEVER_REACHED`
+        ("F transport failures ...") otherwise. Read again once the execution has ended
+        (``Execution.failure``), so the line counts the calls that were in flight when it stopped too and
+        agrees with the run's ``api_calls`` (trial48: "3 of 3 calls" beside ``api_calls`` 4)."""
+        if self.answered or self.failures < self.limit:
+            return None
+        if self.reached:  # the server took calls, then dropped them: it is there, but answers none
+            return PermanentError(
+                f"{self.reached} of {self.failures} calls reached it and lost their connection before an "
+                f"answer, the last: {self.last}",
+                code=JUDGE_DROPPED,
+                run_wide=True,
+            )
+        return PermanentError(
+            f"{self.failures} transport failures, the last: {self.last}", code=NEVER_REACHED, run_wide=True
+        )
 
     def is_failing(self) -> bool:
         """Whether the judge answers only server errors, timeouts or malformed bodies (:func:`_is_no_answer`):

@@ -175,6 +175,10 @@ class Execution:
         self.permanent: Counter[tuple[int | None, str | None]] = Counter()
         self.fatal: str | None = None
         self.last_permanent: str | None = None
+        # what ``fatal`` / ``last_permanent`` were made of: (status, code), the failure text, n, stopped, and
+        # whether the text is the circuit's own "never answered" error (:meth:`failure` reads it again)
+        self._fatal_parts: tuple[tuple[int | None, str | None], str, int, bool, bool] | None = None
+        self._last_parts: tuple[tuple[int | None, str | None], str, int, bool, bool] | None = None
         self.circuit = Circuit(lost_after=3 * self.limiter.max_limit)  # every call in flight failing 3 times
         self.secrets = url_secrets(backend.base_url)  # scrubbed from error texts that echo the URL
         # requests counted in this turn of the event loop, not yet queued for the writer (_count_send)
@@ -444,7 +448,23 @@ class Execution:
         message = fail_fast_message(
             sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env, self.backend.base_url, stopped=stops
         )
+        parts = (sig, str(j.raw or ""), n, stops, j.meta.get("code") in (JUDGE_DROPPED, NEVER_REACHED))
         if stops:
-            self.fatal = message
+            self.fatal, self._fatal_parts = message, parts
             self._stop = True
-        self.last_permanent = message
+        self.last_permanent, self._last_parts = message, parts
+
+    def failure(self) -> str | None:
+        """The line the execution ends with once it has ended (``fatal``, else ``last_permanent``; ``None``
+        without a run-wide permanent failure). When that failure is the circuit's own "never answered" error
+        (code :data:`JUDGE_DROPPED` or :data:`NEVER_REACHED`), its counts are read again from
+        :meth:`Circuit.unreachable`: the calls in flight when the run stopped have failed since, and the line's
+        "R of F calls" then counts every call sent, as the run's ``api_calls`` does."""
+        parts = self._fatal_parts or self._last_parts
+        if parts is None:
+            return self.fatal or self.last_permanent
+        (status, code), detail, n, stopped, own = parts
+        now = self.circuit.unreachable() if own else None
+        if now is not None and now.code == code:
+            detail = scrub(str(now), self.secrets) if self.secrets else str(now)
+        return fail_fast_message(status, code, detail, n, self.backend.key_env, self.backend.base_url, stopped=stopped)
