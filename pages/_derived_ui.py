@@ -117,7 +117,9 @@ def builder(page: str, runs: pd.DataFrame) -> None:
                 )
                 if st.button("Build cascade", key=f"{page}.build_cas"):
                     res = derive.derive_cascade(loaders.engine(), cheap, exp, float(low), float(high))
-                    st.success(f"derived run {md_code(res['run_id'])}: {res['recipe']['share_escalated']:.1%} escalated")
+                    st.success(
+                        f"derived run {md_code(res['run_id'])}: {res['recipe']['share_escalated']:.1%} escalated"
+                    )
                     for w in res.get("warnings") or []:
                         st.warning(w)
         except (InputError, NotFound) as exc:

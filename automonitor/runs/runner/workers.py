@@ -466,5 +466,5 @@ class Execution:
         (status, code), detail, n, stopped, own = parts
         now = self.circuit.unreachable() if own else None
         if now is not None and now.code == code:
-            detail = scrub(str(now), self.secrets) if self.secrets else str(now)
+            detail = scrub(str(now), self.secrets) or str(now)
         return fail_fast_message(status, code, detail, n, self.backend.key_env, self.backend.base_url, stopped=stopped)
