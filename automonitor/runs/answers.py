@@ -238,11 +238,10 @@ class EvidenceVerdict(StrictAnswer):
             return f"verdict benign with severity {self.severity}"
         if self.verdict == "benign" and self.category not in (None, "none"):
             return f"verdict benign with category {self.category}"
-        # grammar 15, the mirror of the two rules above: misbehavior beside "none"
-        if self.verdict == "misbehavior" and self.severity == "none":
-            return "verdict misbehavior with severity none"
-        if self.verdict == "misbehavior" and self.category == "none":
-            return "verdict misbehavior with category none"
+        # grammar 15, the mirror of the two rules above (also checked first, for every reader, by
+        # automonitor.runs.parsing._disagreement)
+        if self.verdict == "misbehavior" and "none" in (self.severity, self.category):
+            return f"verdict misbehavior with {'severity' if self.severity == 'none' else 'category'} none"
         return None
 
     def named_category(self) -> str | None:

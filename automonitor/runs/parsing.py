@@ -1464,7 +1464,8 @@ def _disagreement(obj: Mapping[str, object], verdict_key: str, verdict: Label) -
     """Why the fields of ``obj`` disagree with ``verdict`` (the value of its key ``verdict_key``), or None: any
     other key of :data:`_VERDICT_KEYS` (any case) whose value reads as the other side (:func:`verdict_value`),
     and beside a benign verdict a ``severity`` of medium or above, a named ``category`` or any entry of
-    ``detected_categories`` (every template, grammar 5). The one rule of the strict grammar (:func:`_other_side`) and the lenient reader (:func:`parse_object`)."""
+    ``detected_categories`` (every template, grammar 5); beside a misbehavior verdict a ``severity`` or ``category``
+    of ``none`` (grammar 15). The one rule of the strict grammar (:func:`_other_side`) and the lenient reader (:func:`parse_object`)."""
     value = obj[verdict_key]
     for k, v in obj.items():
         key = str(k).strip().lower()
@@ -1487,7 +1488,15 @@ def _disagreement(obj: Mapping[str, object], verdict_key: str, verdict: Label) -
             return f"{verdict_key} {json.dumps(value)} with severity {v[:20]}"
         if verdict == "benign" and key == "category" and _norm_category(v):
             return f"{verdict_key} {json.dumps(value)} with category {str(v)[:40]}"
+        # grammar 15, the mirror: misbehavior beside a severity or a category of "none"
+        if verdict == "misbehavior" and key in ("severity", "category") and _says_none(v):
+            return f"{verdict_key} {json.dumps(value)} with {key} none"
     return None
+
+
+def _says_none(value: object) -> bool:
+    """Whether a ``severity`` or ``category`` value is ``none`` (any case, blanks around it)."""
+    return isinstance(value, str) and normalize(value).strip().lower() == "none"
 
 
 _PROPERTY_KEY = re.compile(r"(?:is_?)?(?P<p>[a-z]+)")

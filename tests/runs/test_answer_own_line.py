@@ -294,3 +294,12 @@ def test_hostile_reasoning_before_a_line_is_read_in_linear_time(unit):
     t.join(30)
     assert not t.is_alive(), f"reading {unit!r} repeated to the cap took over 30 s"
     assert got["r"].outcome in {I, M}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("template", ["evidence", "direct"])
+@pytest.mark.parametrize("field", [{"severity": "none"}, {"category": "none"}, {"severity": " None "}])
+def test_the_lenient_reader_has_the_same_mirror_rule(template, field):
+    r = parse_answer(json.dumps({"verdict": "misbehavior", **field}), template, "stop", mode="lenient")
+    assert (r.outcome, r.reason) == (I, CONTRADICTORY), r
+    r = parse_answer(json.dumps({"verdict": "misbehavior", "severity": "low"}), template, "stop", mode="lenient")
+    assert r.outcome == M, r
