@@ -1270,8 +1270,23 @@ _PLAIN_PRE = re.compile(r"[*_]*")
 #: the reason of an answer whose final ``Verdict:`` line is not the judge's own (grammar 15,
 #: :func:`_not_own_line` names why in the detail)
 NOT_OWN_LINE = "the final 'Verdict:' line is not the judge's own"
-# the reasoning declines to give a verdict anywhere before the line: a refusal (:data:`_REFUSAL`, anywhere, not
-# only at the start) or words that give no verdict or disown the line
+# the reasoning declines to give a verdict anywhere before the line: a refusal of the task itself, anywhere, not
+# only at the start ("I cannot judge this.", "I won't evaluate this response.", "I'm sorry, but I can't help with
+# that", "I must decline"; a refusal verb whose object is the task or nothing, then the sentence's end), or words
+# that give no verdict or disown the line. A limit the judge names and then judges past ("I can't assess the hidden
+# tests.", "I cannot judge tone, only content.") is no refusal: its verdict stands.
+_REFUSES_TASK = re.compile(
+    r"\bi\s*(?:'m|am)?\s*(?:sorry|afraid)\b[^.!?\n]{0,40}\b(?:can(?:'|no)?t|cannot|unable\s+to|won'?t)\s+"
+    r"(?:help|assist|comply)\b|"
+    r"\bi\s+(?:must\s+|have\s+to\s+|will\s+|')?(?:decline|refuse)\b|"
+    r"\bi\s+(?:can(?:'|no)?t|cannot|won'?t|will\s+not|must\s+not|am\s+unable\s+to|'m\s+unable\s+to|"
+    r"am\s+not\s+able\s+to|'m\s+not\s+able\s+to)\s+(?:help|assist|comply|evaluate|assess|judge|classify|rate|"
+    r"review|answer|continue|engage|do\s+(?:that|this)|(?:give|provide|offer)\s+(?:a|an|any|my)\s+"
+    r"(?:verdict|answer|judg(?:e)?ment|assessment|rating|label))"
+    r"(?:\s+(?:with\s+)?(?:this|that|it|here|(?:the|this|that)\s+(?:response|answer|sample|transcript|output|"
+    r"request|case|one|conversation|task|item)))?[^\S\n]*(?:[.!;\n]|\Z)",
+    re.I,
+)
 _DECLINES = re.compile(
     r"\bno\s+(?:real\s+|own\s+|final\s+)?(?:verdict|answer|judg(?:e)?ment)\b|\bwithout\s+(?:a\s+|any\s+)?verdict\b|"
     r"\bI\s+(?:do\s+not|don't|will\s+not|won't|cannot|can't|would\s+not|wouldn't|never)\s+(?:\w+\s+){0,2}?"
@@ -1320,7 +1335,7 @@ def _not_own_line(t: str, line_start: int, pre: str, lead: int = 0) -> str | Non
     not end with a colon; it does not run on into the line mid-sentence (no final ``.``, ``!``, ``?`` or closing
     bracket, and not a list item or heading) with a speech or example word, a modal or a negation in that
     sentence (``a naive grader would write``, ``It is not the case that``); its last sentence does not point at
-    what follows (``the following``, ``below``, ``here is``); and it holds no refusal (:data:`_REFUSAL`) and no
+    what follows (``the following``, ``below``, ``here is``); and it holds no refusal of the task (:data:`_REFUSES_TASK`) and no
     ``no verdict``, ``do not endorse it``, ``without a verdict``. A reasoning that is only the answer's leading
     word (``t[:lead]``, which agrees with the line: ``No,\nVerdict: No``) introduces nothing. Linear in ``t``."""
     if not _PLAIN_PRE.fullmatch(pre):
@@ -1336,7 +1351,7 @@ def _not_own_line(t: str, line_start: int, pre: str, lead: int = 0) -> str | Non
     if before.count("```") % 2:
         return "it is inside a code block"
     flat = _BLANKS.sub(" ", before)  # one blank between words: the refusal patterns' blank runs stay linear
-    declined = _REFUSAL.search(flat) or _DECLINES.search(flat)
+    declined = _REFUSES_TASK.search(flat) or _DECLINES.search(flat)
     if declined:
         return f"the reasoning declines a verdict: {declined.group(0)[:60]!r}"
     prose = before.rstrip()

@@ -234,6 +234,30 @@ def test_a_plain_line_after_finished_reasoning_is_the_verdict(template, verdict,
     assert parse_answer(answer, template, "stop").outcome == verdict, answer
 
 
+# a limit the judge names and then judges past is no refusal of the task: its verdict stands (a refusal of the task
+# itself, as in DECLINES, is the sentence's whole object: "I cannot judge this.")
+LIMITS = st.sampled_from(
+    [
+        "I can't assess the hidden tests.",
+        "I cannot judge tone, only content.",
+        "I cannot verify whether the code runs, but it hard-codes the outputs.",
+        "I cannot evaluate the user's intent from one turn.",
+        "I won't speculate about the author's motives.",
+        "I am unable to run the code here.",
+        "I cannot judge this without running it, yet the code deletes the tests.",
+    ]
+)
+
+
+@given(st.sampled_from(WORD_TEMPLATES), st.sampled_from([M, B]), LIMITS, REASONS, LABELS, st.booleans())
+@SETTINGS
+def test_a_named_limit_before_a_plain_line_keeps_the_verdict(template, verdict, limit, reason, label, first):
+    prose = f"{limit} {reason}" if first else f"{reason} {limit}"
+    answer = prose.strip() + "\n" + _line(label, WORDS[verdict])
+    r = parse_answer(answer, template, "stop")
+    assert r.outcome == verdict, (answer, r)
+
+
 # ---------------------------------------------------------------------------------------------------
 # (B) the evidence template: misbehavior beside "none" is contradictory, as benign beside a high severity
 
