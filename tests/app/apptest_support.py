@@ -4,7 +4,9 @@ The seeded store fixture is in ``tests/app/conftest.py``."""
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sqlite3
 import tempfile
 from pathlib import Path
@@ -19,11 +21,13 @@ _MIGRATED: list[Path] = []  # this process's empty store migrated to head, made 
 
 def _migrated_template() -> Path:
     """An empty SQLite store migrated to head by the real ``store.init_db``, once per process (kept in a
-    temporary folder for the process's life; only ever read)."""
+    temporary folder for the process's life, removed when it exits; only ever read)."""
     if not _MIGRATED:
         from store import get_engine, init_db
 
-        path = Path(tempfile.mkdtemp(prefix="am-apptest-")) / "head.db"
+        folder = Path(tempfile.mkdtemp(prefix="am-apptest-"))
+        atexit.register(shutil.rmtree, folder, ignore_errors=True)  # each worker left one behind in /tmp before
+        path = folder / "head.db"
         init_db(get_engine(f"sqlite:///{path}", fresh=True)).dispose()
         _MIGRATED.append(path)
     return _MIGRATED[0]
