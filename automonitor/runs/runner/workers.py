@@ -7,7 +7,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
-from typing import Any, Callable, Iterable, Iterator, Mapping, Tuple
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Tuple
 
 from sqlalchemy.engine import Engine
 
@@ -128,6 +128,17 @@ def no_answer_message(calls: int, detail: str, url: str | None) -> str:
     )
 
 
+class PermanentFailure(NamedTuple):
+    """A run-wide permanent failure as counted (:meth:`Execution._permanent_failure`); its line is made from it
+    when the execution ends (:meth:`Execution.failure`, :func:`fail_fast_message`)."""
+
+    sig: tuple[int | None, str | None]  # (HTTP status, error code)
+    detail: str  # the failure text (the judgement's raw error)
+    n: int  # how many identical failures so far
+    stopped: bool  # whether this one stopped the execution
+    circuit: bool  # the circuit's own "never answered" error (code JUDGE_DROPPED / NEVER_REACHED): recounted at the end
+
+
 class Execution:
     """One execution of a run (the asyncio part).
 
@@ -173,12 +184,8 @@ class Execution:
         self._producer_error: BaseException | None = None
         # fail-fast: run-wide permanent failures by (status, code); the run's failure line once stopped
         self.permanent: Counter[tuple[int | None, str | None]] = Counter()
-        self.fatal: str | None = None
-        self.last_permanent: str | None = None
-        # what ``fatal`` / ``last_permanent`` were made of: (status, code), the failure text, n, stopped, and
-        # whether the text is the circuit's own "never answered" error (:meth:`failure` reads it again)
-        self._fatal_parts: tuple[tuple[int | None, str | None], str, int, bool, bool] | None = None
-        self._last_parts: tuple[tuple[int | None, str | None], str, int, bool, bool] | None = None
+        self.fatal: PermanentFailure | None = None  # the failure that stopped the execution
+        self.last_permanent: PermanentFailure | None = None  # the latest run-wide permanent failure
         self.circuit = Circuit(lost_after=3 * self.limiter.max_limit)  # every call in flight failing 3 times
         self.secrets = url_secrets(backend.base_url)  # scrubbed from error texts that echo the URL
         # requests counted in this turn of the event loop, not yet queued for the writer (_count_send)
@@ -438,21 +445,20 @@ class Execution:
 
     def _permanent_failure(self, j: Judgement, unreached: bool = False) -> None:
         """Count a run-wide permanent failure; the :data:`FAIL_FAST_AFTER`-th identical one stops the
-        execution (``fatal``: the cause and the fix, :func:`fail_fast_message`)."""
+        execution (``fatal``; its line, the cause and the fix, is :meth:`failure`)."""
         lost = JUDGE_LOST if self.circuit.answered else (JUDGE_DROPPED if self.circuit.reached else NEVER_REACHED)
         unreached_code = lost if unreached else None
         sig = (j.meta.get("status"), j.meta.get("code") or unreached_code)
         self.permanent[sig] += 1
         n = self.permanent[sig]
         stops = self.fatal is None and n >= FAIL_FAST_AFTER
-        message = fail_fast_message(
-            sig[0], sig[1], str(j.raw or ""), n, self.backend.key_env, self.backend.base_url, stopped=stops
+        failure = PermanentFailure(
+            sig, str(j.raw or ""), n, stops, j.meta.get("code") in (JUDGE_DROPPED, NEVER_REACHED)
         )
-        parts = (sig, str(j.raw or ""), n, stops, j.meta.get("code") in (JUDGE_DROPPED, NEVER_REACHED))
         if stops:
-            self.fatal, self._fatal_parts = message, parts
+            self.fatal = failure
             self._stop = True
-        self.last_permanent, self._last_parts = message, parts
+        self.last_permanent = failure
 
     def failure(self) -> str | None:
         """The line the execution ends with once it has ended (``fatal``, else ``last_permanent``; ``None``
@@ -460,11 +466,13 @@ class Execution:
         (code :data:`JUDGE_DROPPED` or :data:`NEVER_REACHED`), its counts are read again from
         :meth:`Circuit.unreachable`: the calls in flight when the run stopped have failed since, and the line's
         "R of F calls" then counts every call sent, as the run's ``api_calls`` does."""
-        parts = self._fatal_parts or self._last_parts
-        if parts is None:
-            return self.fatal or self.last_permanent
-        (status, code), detail, n, stopped, own = parts
-        now = self.circuit.unreachable() if own else None
+        f = self.fatal or self.last_permanent
+        if f is None:
+            return None
+        (status, code), detail = f.sig, f.detail
+        now = self.circuit.unreachable() if f.circuit else None
         if now is not None and now.code == code:
             detail = scrub(str(now), self.secrets) or str(now)
-        return fail_fast_message(status, code, detail, n, self.backend.key_env, self.backend.base_url, stopped=stopped)
+        return fail_fast_message(
+            status, code, detail, f.n, self.backend.key_env, self.backend.base_url, stopped=f.stopped
+        )
