@@ -696,7 +696,7 @@ def label_positions(
     return out
 
 
-#: The label layout's idea of the plane (:func:`label_layout`): the plot area in pixels at the Trade-off page's
+#: The label layout's idea of the plane (:func:`place_labels`): the plot area in pixels at the Trade-off page's
 #: 1280x720 (narrower than the real one, so a label's estimated box is never smaller than its drawn one),
 #: the axis span (``range=[-0.03, 1.03]``), the text's size (font 10 px: at most ~6 px a character, 13 px a
 #: line) and a marker's half width (px).
@@ -706,7 +706,7 @@ LABEL_PLOT_PX = (640.0, 420.0)
 #: the plot area as ``height - LABEL_FRAME_PX`` (:func:`label_plot_px`): never taller than the drawn one, so two
 #: points are never farther apart in the layout than on the screen.
 LABEL_FRAME_PX = 105.0
-#: How much nearer (px) a label's box must be to its own point than to any other point (:func:`label_layout`),
+#: How much nearer (px) a label's box must be to its own point than to any other point (:func:`place_labels`),
 #: so a reader attributes every label to its own point without hovering (trial 46: "thresholds ..." was drawn
 #: as far from its own point as from rules-v1's, right under rules-v1's marker).
 LABEL_CLEAR_PX = 3.0
@@ -739,7 +739,7 @@ def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float,
 
 
 def label_plot_px(height: float) -> tuple[float, float]:
-    """The plot area ``(width, height)`` in pixels that :func:`label_layout` assumes for a plane figure
+    """The plot area ``(width, height)`` in pixels that :func:`place_labels` assumes for a plane figure
     ``height`` px tall: :data:`LABEL_PLOT_PX`'s width (narrower than the page's plot) and ``height -``
     :data:`LABEL_FRAME_PX` (at least 100 px)."""
     return LABEL_PLOT_PX[0], max(100.0, float(height) - LABEL_FRAME_PX)
@@ -761,22 +761,6 @@ def two_lines(text: str) -> str | None:
         return None
     cut = min(spaces, key=lambda i: abs(2 * i - len(text)))
     return text[:cut] + "\n" + text[cut + 1 :]
-
-
-def label_layout(
-    x: Sequence[float],
-    y: Sequence[float],
-    texts: Sequence[str],
-    *,
-    order: Sequence[int] | None = None,
-    centers: Sequence[tuple[float, float]] | None = None,
-    edge: float = 0.12,
-    plot_px: tuple[float, float] | None = None,
-) -> list[str | None]:
-    """The positions of :func:`place_labels` with one-line labels only (a label with no room on one line
-    is left out): a plotly ``textposition`` per point or ``None``."""
-    placed = place_labels(x, y, texts, order=order, centers=centers, edge=edge, plot_px=plot_px, wrap=False)
-    return [p[0] if p else None for p in placed]
 
 
 def place_labels(

@@ -263,7 +263,7 @@ CLUSTER = [  # monitor, template: runs of alike skill, so their points crowd one
 def test_tradeoff_labels_of_nearby_runs_do_not_overlap_at_1280(migrated_sqlite, browser, tmp_path, app_factory, e2e):
     """Fresh-user trial (issue 41): the labels of runs close together on the MR-FAR plane were drawn over
     each other. In Chromium at 1280x720, no two drawn labels of the Trade-off plane overlap
-    (``views.figures.label_layout``; the unit tests check which labels are kept and that hovers name every run)."""
+    (``views.figures.place_labels``; the unit tests check which labels are kept and that hovers name every run)."""
     url = migrated_sqlite(tmp_path / "cluster.db")
     eng = init_db(get_engine(url, fresh=True))
     info = app_seed.seed_store(eng, pairs_per_cell=12, runs=0, hostile=False)

@@ -209,7 +209,7 @@ def _drawn_label_boxes(fig):
 
 def test_labels_of_a_crowded_plane_never_overlap_and_the_front_keeps_its_labels():
     """Fresh-user trial (issue 41): labels of nearby runs were drawn over each other (each point chose a
-    side from its neighbours alone, blind to the labels' widths). ``label_layout`` places the Pareto front's
+    side from its neighbours alone, blind to the labels' widths). ``place_labels`` places the Pareto front's
     labels first and gives every label a side where its box meets no other label; a label with no room on
     any side is left out and the run is still named in its hover. Untrusted names stay escaped."""
     rng = __import__("random").Random(1)
