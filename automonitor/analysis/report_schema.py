@@ -15,14 +15,15 @@ floats in [0, 1] or ``None``; counts are non-negative ints; differences (``mr_di
 from __future__ import annotations
 
 import logging
-from typing import Mapping, TypeVar, Union
+from typing import Mapping, TypeVar, Union, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, with_config
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, create_model, field_validator, with_config
 from typing_extensions import TypedDict
 
 from automonitor.analysis.run_metrics import REGISTRY as METRICS, RunMetric
 from automonitor.jsontypes import JSONObject, JSONValue
 from automonitor.vocab import RUN_KINDS, RUN_STATUSES, RunKind, RunStatus
+from store.queries.composition import StatsDoc
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -529,15 +530,6 @@ def as_report(rep: ReportLike) -> Report:
     return rep if isinstance(rep, Report) else Report.model_validate(rep)
 
 
-class GoldSpanCounts(_Model):
-    """Gold spans of ``stats``: ``by_source`` ``{source: {provenance: spans}}``,
-    ``samples_with_spans`` and ``misbehavior_samples`` ``{source: n}`` (gold samples of the split)."""
-
-    by_source: dict[str, dict[str, int]]
-    samples_with_spans: dict[str, int]
-    misbehavior_samples: dict[str, int]
-
-
 class ErrataCounts(_Model):
     """Errata in force (``seeds/errata.jsonl``): counts per verdict and per source, the pair ids
     the store does not hold (reported, not an error) and why, per pair id
@@ -551,40 +543,34 @@ class ErrataCounts(_Model):
     not_in_store_why: dict[str, str] = {}
 
 
-class Stats(_Model):
-    """The document of ``automonitor stats --json`` (the CLI contract's document; built by
-    :func:`store.queries.composition.stats`).
+#: the keys of ``stats`` that the store reads out of the newest build log as JSON (``JSONValue`` in
+#: :class:`~store.queries.composition.StatsDoc`), as the contract has them
+_STATS_FROM_THE_BUILD_LOG: dict[str, object] = {
+    "shortfalls": list[JSONObject],
+    "build_seed": int | None,
+    "paper_cell_deficit": dict[str, int],
+    "paper_cells": list[JSONObject],
+}
 
-    Contract keys: ``total`` gold samples of ``split`` (of ``edition`` for the test split), ``pairs``,
-    ``by_category`` / ``by_task`` / ``by_label`` ({value: n}, every vocabulary value present, 0 when
-    absent), ``by_split`` and ``candidates`` (whole store), ``edition``, ``by_label_source``
-    ({provenance: n}), ``by_category_task`` flat ({"category/task": n}) with the nested form in
-    ``by_category_task_nested``, ``controls`` (samples of the controls slice). Extras: ``split``,
-    ``by_source``, ``candidates_by_source``, ``shortfalls`` (rows of the newest build log, ``[]`` when
-    none), ``build_seed`` (``None`` when never built), ``paper_cell_deficit`` (contract key:
-    {"category/task": pairs missing} for each paper cell short of the paper's count) and
-    ``paper_cells`` (the build's cell rows). Every count is a non-negative int.
-    """
 
-    total: int
-    pairs: int
-    by_category: dict[str, int]
-    by_task: dict[str, int]
-    by_label: dict[str, int]
-    by_split: dict[str, int]
-    candidates: int
-    split: str
-    edition: str
-    by_category_task: dict[str, int]
-    by_category_task_nested: dict[str, dict[str, int]]
-    by_label_source: dict[str, int]
-    controls: int
-    by_source: dict[str, int]
-    candidates_by_source: dict[str, int]
-    shortfalls: list[JSONObject]
-    build_seed: int | None
-    gold_spans: GoldSpanCounts | None = None
-    errata: ErrataCounts | None = None
-    paper_cell_deficit: dict[str, int] = {}
-    paper_cells: list[JSONObject] = []
-    hard: JSONObject | None = None  # with --edition hard the build's filter summary, else None
+def _stats_fields() -> dict[str, tuple[object, object]]:
+    """The fields of :data:`Stats`: each key of the store's :class:`~store.queries.composition.StatsDoc`, in
+    its (the contract's) order, required, and the core's ``errata`` (optional) after ``gold_spans``."""
+    fields: dict[str, tuple[object, object]] = {}
+    for key, kind in get_type_hints(StatsDoc).items():
+        fields[key] = (_STATS_FROM_THE_BUILD_LOG.get(key, kind), ...)
+        if key == "gold_spans":
+            fields["errata"] = (ErrataCounts | None, None)
+    return fields
+
+
+Stats = create_model(
+    "Stats",
+    __base__=_Model,
+    __module__=__name__,
+    __doc__="""The document of ``automonitor stats --json`` (the CLI contract's document): the store's
+    :class:`store.queries.composition.StatsDoc` (built by :func:`store.queries.composition.stats`, whose keys it
+    declares once), validated (an unknown or missing key, a count that is not an int, is refused), plus
+    ``errata`` (:class:`ErrataCounts`, counted by the core from the errata file) after ``gold_spans``.""",
+    **_stats_fields(),  # type: ignore[call-overload]
+)

@@ -11,7 +11,9 @@ The conditions that select an edition's or a split's samples are written over a 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
+
+from typing_extensions import TypedDict
 
 import sqlalchemy as sa
 
@@ -273,7 +275,8 @@ def span_counts(conn: Connection | Session, split: str | None = None) -> SpanCou
 
 
 class StatsDoc(TypedDict):
-    """The document :func:`stats` returns (validated as ``automonitor.analysis.report_schema.Stats``)."""
+    """The document :func:`stats` returns, declared here only: ``automonitor.analysis.report_schema.Stats`` (what
+    ``stats --json`` prints) validates it, a field per key in this order, plus the core's ``errata``."""
 
     total: int
     pairs: int

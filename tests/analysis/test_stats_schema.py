@@ -65,3 +65,7 @@ def test_stats_schema_names_a_bad_or_unknown_field(engine):
     missing = {k: v for k, v in raw.items() if k != "controls"}
     with pytest.raises(pydantic.ValidationError, match="controls"):
         Stats.model_validate(missing)
+    with pytest.raises(pydantic.ValidationError, match="gold_spans.surprise"):
+        Stats.model_validate({**raw, "gold_spans": {**raw["gold_spans"], "surprise": {}}})
+    with pytest.raises(pydantic.ValidationError, match="paper_cell_deficit"):
+        Stats.model_validate({**raw, "paper_cell_deficit": {"safety_permission/qa": "two"}})
