@@ -11,7 +11,7 @@ from sqlmodel import Session
 from automonitor.annotation.accounts import Account, require_admin
 from automonitor.annotation._common import label_from_row, transaction
 from automonitor.annotation.queries import assignment_rows, label_rows
-from store.queries.rowtypes import AssignmentRow, LabelRow
+from store.queries.rowtypes import AssignmentRow, LabelEvidence, LabelRow
 
 
 class Progress(TypedDict):
@@ -24,19 +24,20 @@ class Progress(TypedDict):
     unsure: int
 
 
-class AnnotationRecord(TypedDict):
-    """One label with its provenance (:func:`annotation_records`; datetimes ISO 8601 UTC)."""
+class _FileColumns(TypedDict):
+    """The columns of an annotation file that the CLI contract names, an export's first four."""
 
     annotator: str
     sample_id: str
     label: str
     note: str | None
-    category: str | None
-    severity: str | None
-    evidence_start: int | None
-    evidence_end: int | None
-    evidence_text: str | None
-    evidence_spans: list[list[int]] | None
+
+
+class AnnotationRecord(_FileColumns, LabelEvidence):
+    """One label with its provenance (:func:`annotation_records`; datetimes ISO 8601 UTC): the contract's
+    columns, the label's evidence (:class:`~store.queries.rowtypes.LabelEvidence`) and the keys below, in that
+    order (an export's columns)."""
+
     seconds_spent: float | None
     guideline_version: str
     created_at: str | None

@@ -205,21 +205,28 @@ class OpenAssignment(TypedDict):
     position: int
 
 
-class LabelRow(TypedDict):
-    """An ``annotation`` row with its annotator's name (``store.queries.annotation.label_rows``); with
-    ``with_sample`` also the item's ``pair_id``, ``item_category``, ``task``, ``status``, ``intended_label``
-    and ``source``."""
+class LabelEvidence(TypedDict):
+    """What a label says beyond its word, as the ``annotation`` table holds it and an annotation export writes it:
+    the misbehavior's ``category`` and ``severity``, and the marked evidence (its hull ``evidence_start`` /
+    ``evidence_end``, the marked texts ``evidence_text``, every span ``[[start, end], ...]`` or ``None``)."""
 
-    id: int
-    annotator_id: int
-    sample_id: str
-    label: str
     category: str | None
     severity: str | None
     evidence_start: int | None
     evidence_end: int | None
     evidence_text: str | None
     evidence_spans: list[list[int]] | None
+
+
+class LabelRow(LabelEvidence):
+    """An ``annotation`` row with its annotator's name (``store.queries.annotation.label_rows``): its
+    :class:`LabelEvidence` and the keys below; with ``with_sample`` also the item's ``pair_id``,
+    ``item_category``, ``task``, ``status``, ``intended_label`` and ``source``."""
+
+    id: int
+    annotator_id: int
+    sample_id: str
+    label: str
     note: str | None
     guideline_version: str
     seconds_spent: float | None
