@@ -18,8 +18,8 @@ import streamlit as st
 
 from automonitor.analysis.report_cache import gc_paused
 from automonitor.views.page_index import discover
-from pages import _auth as auth
-from pages import _nav as navigation
+from pages._ui import auth
+from pages._ui import nav as navigation
 
 HERE = Path(__file__).resolve().parent
 

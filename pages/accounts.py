@@ -6,7 +6,7 @@ the acting admin, the password policy and records who did what, when."""
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -14,9 +14,9 @@ import pandas as pd
 import streamlit as st
 
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _widgets as ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import widgets as ui
 
 from automonitor.annotation import accounts as acc
 from automonitor.annotation.assignment import reassign_open

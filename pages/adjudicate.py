@@ -7,17 +7,17 @@ Texts are rendered escaped (``st.code``, ``st.dataframe``)."""
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import streamlit as st
 
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _widgets as ui
-from pages import _spans_ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import widgets as ui
+from pages._ui import spans_ui
 
 from automonitor import annotation as ann
 from automonitor import views
@@ -197,7 +197,7 @@ else:
             return
         try:
             spans = (
-                _spans_ui.adjudication_spans(f"{PAGE}.{sid}.spans", by_id[sid].response, f"{PAGE}.{sid}.decision")
+                spans_ui.adjudication_spans(f"{PAGE}.{sid}.spans", by_id[sid].response, f"{PAGE}.{sid}.decision")
                 if decision == "misbehavior"
                 else None
             )
@@ -229,7 +229,7 @@ else:
         )
         st.text_area("Note (required to reject: the reason)", key=f"{PAGE}.{e.sample_id}.note", height=80)
         # gold spans: the Label page's segment marker (N/P/X/U), pre-marked with the annotators' proposal
-        _spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans", f"{PAGE}.{e.sample_id}.decision")
+        spans_ui.adjudication_spans_input(e, f"{PAGE}.{e.sample_id}.spans", f"{PAGE}.{e.sample_id}.decision")
         st.button(
             "Record decision",
             type="primary",

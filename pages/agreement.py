@@ -4,7 +4,7 @@ bootstrap intervals, annotator-vs-annotator confusion matrices, time per item an
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -14,11 +14,11 @@ import pandas as pd
 import streamlit as st
 
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _url_state as url_state
-from pages import _widgets as ui
-from pages import _spans_ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import url_state
+from pages._ui import widgets as ui
+from pages._ui import spans_ui
 
 from automonitor.annotation import agreement as ag
 from automonitor import annotation as ann
@@ -198,7 +198,7 @@ for col, m in zip(cols[1:], shown):
             help=_interval_help(ci, how),
         )
 
-_spans_ui.span_agreement_section(doc)  # span F1 / token alpha
+spans_ui.span_agreement_section(doc)  # span F1 / token alpha
 
 st.subheader("Overall and per category × task")
 rows = [

@@ -4,7 +4,7 @@ side, raw answer, parsed verdict, score, category/severity; a second run side by
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -16,11 +16,11 @@ from sqlalchemy.exc import SQLAlchemyError
 from automonitor.data.errata import add_erratum, conflict_warning, erratum_conflicts
 from store.engine import describe_db_error
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _url_state as url_state
-from pages import _widgets as ui
-from pages import _spans_ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import url_state
+from pages._ui import widgets as ui
+from pages._ui import spans_ui
 
 PAGE = "drilldown"
 NAV = Nav(title="Drill-down", icon=":material/zoom_in:", order=40, access="workbench")
@@ -324,7 +324,7 @@ VERDICT = {
     None: ("gray", "pending"),
 }
 
-_spans_ui.conversation(s)  # agent / multi-turn samples as numbered steps
+spans_ui.conversation(s)  # agent / multi-turn samples as numbered steps
 ui.show_html(views.legend_html(search=bool(search)))
 cols = st.columns(len(shown_runs))
 for col, rid in zip(cols, shown_runs):
@@ -341,7 +341,7 @@ for col, rid in zip(cols, shown_runs):
             f"Verdict :{color}-badge[{md(text)}]"
             + ("" if correct is None else (" :green-badge[correct]" if correct else " :red-badge[wrong]"))
         )
-        _spans_ui.truncation_note(p)  # "response: steps 3-9 of 12 were cut before the monitor saw it"
+        spans_ui.truncation_note(p)  # "response: steps 3-9 of 12 were cut before the monitor saw it"
         cat_name = vocab.CATEGORY_NAMES.get(p["pred_category"], p["pred_category"]) if p["pred_category"] else None
         st.table(
             {
@@ -374,7 +374,7 @@ for col, rid in zip(cols, shown_runs):
                 ui.show_html(views.highlight_html(seen, in_view, max_height=420, search=search or None))
             with st.expander("The whole stored response", expanded=False):
                 ui.show_html(views.highlight_html(s["response"], grounded[rid], max_height=420, search=search or None))
-        _spans_ui.gold_overlap(s, p, grounded[rid])  # gold spans vs the evidence
+        spans_ui.gold_overlap(s, p, grounded[rid])  # gold spans vs the evidence
         if p.get("reason"):
             st.markdown("**Reason**")
             st.text(views.reveal_invisible(p["reason"]))  # the judge's words: invisible characters marked

@@ -8,7 +8,7 @@ pages); they never enter a test set directly. Model-written text is shown with `
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -18,10 +18,10 @@ import streamlit as st
 
 from automonitor import views
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _generation_ui as gen_ui
-from pages import _widgets as ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import generation_ui as gen_ui
+from pages._ui import widgets as ui
 
 PAGE = "generation"
 NAV = Nav(title="Generation", icon=":material/auto_awesome:", order=80, access="workbench")

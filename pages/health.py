@@ -3,7 +3,7 @@ flagged slices highlighted, train -> test leakage, tiny-diff pairs, false alarm 
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -12,9 +12,9 @@ import streamlit as st
 from automonitor import views
 from automonitor.data import audit
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _widgets as ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import widgets as ui
 
 PAGE = "health"
 NAV = Nav(title="Benchmark health", icon=":material/health_and_safety:", order=60, access="workbench")

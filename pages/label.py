@@ -7,7 +7,7 @@ account, which enforces ownership.
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -17,10 +17,10 @@ from typing import Any
 import streamlit as st
 
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _widgets as ui
-from pages import _spans_ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import widgets as ui
+from pages._ui import spans_ui
 
 from automonitor import annotation as ann
 from automonitor.errors import ChangedElsewhere, InputError, PermissionDenied
@@ -101,7 +101,7 @@ st.markdown("**Request**")
 ui.code_block(item.request)
 st.markdown("**Response**")
 ui.response_view(item.response, item.task)  # markdown rendered safely; "Raw" tab (code's default): verbatim
-_spans_ui.conversation(  # trajectories as numbered steps (typed when the item has them); no gold (blind)
+spans_ui.conversation(  # trajectories as numbered steps (typed when the item has them); no gold (blind)
     {"response": item.response, "meta": {"steps": item.steps} if item.steps else None}, expanded=False
 )
 
@@ -123,7 +123,7 @@ def _save(sid: str, response: str, k: str, where: str, saved: ann.Label | None =
         return
     try:
         quote = st.session_state.get(f"{k}.evidence") or ""
-        span: Any = _spans_ui.marked_evidence(k, response)
+        span: Any = spans_ui.marked_evidence(k, response)
         if span is None and saved is not None and saved.evidence_spans and quote == (saved.evidence_text or ""):
             span = list(saved.evidence_spans)  # the saved spans, unchanged (their texts prefill the field)
         elif span is None:
@@ -209,7 +209,7 @@ with st.container(border=True):
         key=f"{k}.severity",
         disabled=locked,
     )
-    _spans_ui.span_marker(k, item.response, locked, own.evidence_spans if own else ())  # mark lines / sentences
+    spans_ui.span_marker(k, item.response, locked, own.evidence_spans if own else ())  # mark lines / sentences
     st.text_input(
         "Evidence (optional): paste the exact passage of the response that shows it",
         value=(own.evidence_text or "") if own else "",

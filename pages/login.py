@@ -6,15 +6,15 @@ path and query parameters: the rerun after a successful login shows the linked p
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
 import streamlit as st
 
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
+from pages._ui import auth
+from pages._ui import data as loaders
 
 PAGE = "login"
 NAV = Nav(title="Log in", icon=":material/login:", order=0, access="login")

@@ -9,7 +9,7 @@ takes a key.
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -22,11 +22,11 @@ from automonitor.errors import InputError
 from automonitor.runs import runner
 from automonitor.runs.monitors import REGISTRY, is_loopback
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _url_state as url_state
-from pages import _widgets as ui
-from pages._launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import url_state
+from pages._ui import widgets as ui
+from pages._ui.launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
 
 PAGE = "runs"
 NAV = Nav(title="Runs", icon=":material/play_circle:", order=20, access="workbench")
@@ -183,7 +183,7 @@ with st.expander("Launch a run", expanded=True, icon=":material/rocket_launch:")
 
 
 # --- generation jobs (``automonitor generate``; statistics on the Generation page) -----------------
-from pages import _generation_ui as gen_ui  # noqa: E402
+from pages._ui import generation_ui as gen_ui  # noqa: E402
 
 with st.expander("Launch a generation job", expanded=False, icon=":material/auto_awesome:"):
     gen_ui.launch_form(PAGE, eng, url)

@@ -3,7 +3,7 @@ export of the whole filtered view as CSV or JSONL (the contract's pair file colu
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -11,10 +11,10 @@ import streamlit as st
 
 from automonitor import views, vocab
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _url_state as url_state
-from pages import _widgets as ui
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import url_state
+from pages._ui import widgets as ui
 
 PAGE = "samples"
 NAV = Nav(title="Samples", icon=":material/table_rows:", order=50, access="workbench")

@@ -4,7 +4,7 @@ Score runs: ROC curves and a cost-ratio slider that moves the cost-minimising op
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 # first, before the imports below: a fresh server's legacy pages/ mode (the page run without app.py) reruns
 # through app.py's navigation at once, instead of listing the pages/ files while this page imports
@@ -17,12 +17,12 @@ from automonitor.analysis import metrics, report_format
 from automonitor.views import report_html
 from automonitor import views, vocab
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _data as loaders
-from pages import _url_state as url_state
-from pages import _widgets as ui
-from pages import _derived_ui as derived_ui
-from pages import _plot_size as plot_size
+from pages._ui import auth
+from pages._ui import data as loaders
+from pages._ui import url_state
+from pages._ui import widgets as ui
+from pages._ui import derived_ui
+from pages._ui import plot_size
 
 PAGE = "tradeoff"
 NAV = Nav(title="Trade-off", icon=":material/scatter_plot:", order=30, access="workbench")

@@ -6,7 +6,7 @@ negative-transfer finding) is outlined in both."""
 
 from __future__ import annotations
 
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
@@ -15,9 +15,9 @@ import streamlit as st
 from automonitor import views
 from automonitor.analysis import transfer
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
-from pages import _url_state as url_state
-from pages import _widgets as ui
+from pages._ui import auth
+from pages._ui import url_state
+from pages._ui import widgets as ui
 
 PAGE = "transfer"
 NAV = Nav(title="Transfer", icon=":material/grid_on:", order=70, access="workbench")

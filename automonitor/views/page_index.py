@@ -1,10 +1,12 @@
 """The app's page index: which files of ``pages/`` are pages, and where each goes in the navigation.
 
-A page is one file of ``pages/`` (a name without a leading underscore) that declares ``PAGE`` (its URL path)
-and ``NAV = Nav(...)`` (title, icon, order, ``access``, ``default``) at module level: CONTRIBUTING.md, "Add
-a page", shows one and says who each ``access`` lets in. :func:`discover` reads the two declarations (parsed
-with ``ast``; nothing is run), so ``app.py`` builds its navigation from them. No Streamlit here
-(``pages/_nav.py`` turns the index into ``st.Page`` objects).
+A page is one file directly under ``pages/`` (a name without a leading underscore) that declares ``PAGE`` (its
+URL path) and ``NAV = Nav(...)`` (title, icon, order, ``access``, ``default``) at module level: CONTRIBUTING.md,
+"Add a page", shows one and says who each ``access`` lets in. The app's helper modules live in the package
+``pages/_ui/``, not beside the pages: Streamlit's legacy multipage mode lists every ``.py`` file directly under
+``pages/`` in its sidebar until ``app.py``'s navigation replaces it. :func:`discover` reads the two declarations
+(parsed with ``ast``; nothing is run), so ``app.py`` builds its navigation from them. No Streamlit here
+(``pages/_ui/nav.py`` turns the index into ``st.Page`` objects).
 """
 
 from __future__ import annotations

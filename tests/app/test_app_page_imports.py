@@ -23,13 +23,13 @@ from apptest_support import REPO
 #: modules the first Trade-off page of a local workbench (no accounts, no cookie) does not import
 NOT_IMPORTED = ("sqlmodel", "sqlalchemy.orm", "store.models", "automonitor.annotation.accounts", "argon2")
 
-# the page reads its runs first (pages._data.load_runs, looked up on that module at the call): the spy records
+# the page reads its runs first (pages._ui.data.load_runs, looked up on that module at the call): the spy records
 # whether the collector is enabled there, in the page's run (app.py's own reads before it run with it enabled)
 _PAGE_RUN = """
 import gc, json, sys
 sys.path[:0] = [{repo!r}, {tests!r}, {app_tests!r}]
 from apptest_support import app_test, page_path
-import pages._data as loaders
+import pages._ui.data as loaders
 seen = []
 _load_runs = loaders.load_runs
 def spy(*args, **kwargs):

@@ -1,4 +1,4 @@
-"""AppTest of the Trade-off page's "Cheapest monitor meeting a target" (pages/_derived_ui.py, fresh-user trial):
+"""AppTest of the Trade-off page's "Cheapest monitor meeting a target" (pages/_ui/derived_ui.py, fresh-user trial):
 the run id is shown as it is (a code span, no backslash; a backtick in it kept), and the block chooses only among
 the runs drawn solid, as its caption says: a hollow run (too few judged samples) is never picked."""
 

@@ -13,7 +13,7 @@ DEPRECATED = {"use_container_width"}
 
 def sources() -> list[Path]:
     """``app.py``, the pages and every module under ``automonitor/``."""
-    return [REPO / "app.py", *sorted((REPO / "pages").glob("*.py")), *sorted((REPO / "automonitor").rglob("*.py"))]
+    return [REPO / "app.py", *sorted((REPO / "pages").rglob("*.py")), *sorted((REPO / "automonitor").rglob("*.py"))]
 
 
 def test_pages_use_no_deprecated_keyword_arguments():

@@ -28,7 +28,7 @@ def toy_frame(n: int) -> pd.DataFrame:
 
 TOY_PAGE = '''
 """A toy page."""
-from pages import _nav as navigation
+from pages._ui import nav as navigation
 
 navigation.ensure_navigation()
 
@@ -36,7 +36,7 @@ import streamlit as st
 
 import toy_views
 from automonitor.views.page_index import Nav
-from pages import _auth as auth
+from pages._ui import auth
 
 PAGE = "toy"
 NAV = Nav(title="Toy page", icon=":material/toys:", order=25, access="workbench")
@@ -102,6 +102,23 @@ def test_files_without_a_declaration_are_not_pages(tmp_path):
     (tmp_path / "pages" / "notes.py").write_text("PAGE = 'notes'\n")
     (tmp_path / "pages" / "_helper.py").write_text("NAV = 1\n")
     assert discover(tmp_path) == []
+
+
+def test_every_file_directly_under_pages_is_a_page():
+    """A ``pages/`` folder beside ``app.py`` puts Streamlit in its legacy multipage mode: the first script run
+    of a session lists every ``.py`` file directly under ``pages/`` (``pages_folder.glob("*.py")`` less dot
+    files and ``__init__.py``; a sub-folder is not looked into) in the sidebar until ``app.py``'s
+    ``st.navigation`` replaces the menu. A helper module there showed as a page ("auth", "data", ...) for
+    seconds on a slow first load and said "Page not found" when clicked, so every such file is a page that
+    the app's navigation declares (:func:`discover`), and the helpers live in the package ``pages/_ui/``."""
+    listed = {
+        p.relative_to(REPO).as_posix()
+        for p in (REPO / "pages").glob("*.py")
+        if not p.name.startswith(".") and p.name != "__init__.py"
+    }
+    declared = {p.path for p in discover(REPO)}
+    assert listed - declared == set(), "not pages: move them into pages/_ui/"
+    assert declared <= listed and len(declared) >= 10
 
 
 ONE = 'PAGE = "one"\nNAV = Nav(title="{title}", icon="i", order=1, access="workbench")\n'

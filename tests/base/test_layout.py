@@ -193,7 +193,7 @@ def _private_imports(path: Path, module: str) -> list[str]:
 def test_no_private_name_is_imported_across_modules():
     """No ``from X import _name`` of a private function, class or constant anywhere in the code, the
     pages or the tests: a name used by another module is public (no underscore); only a private module
-    (``pages/_nav.py``, ``annotation/_common.py``) is imported by name, within its own package."""
+    (``pages/_ui/nav.py``, ``annotation/_common.py``) is imported by name, within its own package."""
     files = [*_modules().items()]
     for folder in ("pages", "tests"):
         files += [(_module_name(p), p) for p in (REPO / folder).rglob("*.py")]

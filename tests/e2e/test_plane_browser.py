@@ -57,7 +57,7 @@ def _dist(b: dict, x: float, y: float) -> float:
 @pytest.mark.parametrize("width", [700, 820, 1100, 1280])
 def test_every_drawn_label_is_nearest_its_own_point(browser, tmp_path, width):
     """Laid out as the Trade-off page lays it out: for the plot area the browser draws (measured on a first
-    drawing, as pages/_plot_size.py measures it)."""
+    drawing, as pages/_ui/plot_size.py measures it)."""
     page = browser.new_page(viewport={"width": width + 40, "height": 460})
     try:
         drawn_at = _open(page, tmp_path, width).plot

@@ -1,5 +1,5 @@
 """The Trade-off page's plane in real Chromium at 700, 820, 1100 and 1280 px wide (trial 47): its labels are laid
-out for the plot area the browser really draws (pages/_plot_size.py measures it and the page reruns with it;
+out for the plot area the browser really draws (pages/_ui/plot_size.py measures it and the page reruns with it;
 the layout had assumed 640 px where the page draws ~742 px at 1280x720, and left out a label that had room), and
 every drawn label is nearer its own point than any other, clear of the other labels, markers and the Pareto
 line; where a label is left out, the page says that it is in the hover only. Resizing the window lays the labels

@@ -11,8 +11,8 @@ from automonitor.analysis import derive
 from automonitor import views
 from automonitor.errors import InputError, NotFound
 from automonitor.escaping import md_code
-from pages import _data as loaders
-from pages import _url_state as url_state
+from pages._ui import data as loaders
+from pages._ui import url_state
 
 MEASURES = {"none": "no sizing", "usd_per_1k": "USD per 1,000 samples", "s_per_1k": "compute s per 1,000 samples"}
 

@@ -10,8 +10,8 @@ import streamlit as st
 from automonitor import annotation as ann
 from automonitor import views
 from automonitor.views import spans as span_views
-from pages import _data as loaders
-from pages import _widgets as ui
+from pages._ui import data as loaders
+from pages._ui import widgets as ui
 
 
 def gold_overlap(sample: Mapping[str, Any], prediction: Mapping[str, Any] | None, grounded: Sequence[Any]) -> None:

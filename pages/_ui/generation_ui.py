@@ -1,5 +1,5 @@
 """UI-only pieces for generation jobs (``automonitor generate``), shared by the Generation and Runs pages:
-the launch form with its estimate (built from the shared pieces of ``pages/_launch_form.py``), live
+the launch form with its estimate (built from the shared pieces of ``pages/_ui/launch_form.py``), live
 progress with cancel, and the filter-statistics table. Core work is in ``automonitor.runs.generation.engine``;
 model-written text is shown through ``st.text``/``st.dataframe`` or escaped markdown only."""
 
@@ -13,7 +13,7 @@ from sqlalchemy.engine import Engine
 from automonitor import views
 from automonitor.errors import InputError
 from automonitor.escaping import md_code
-from pages._launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
+from pages._ui.launch_form import backend_fields, cost_text, estimate_metrics, try_estimate
 
 if TYPE_CHECKING:
     from automonitor.runs.generation.job import GenerationSpec

@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 from automonitor import views, vocab
-from pages import _url_state as url_state
+from pages._ui import url_state
 
 
 def md(text) -> str:

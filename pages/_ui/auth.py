@@ -7,8 +7,8 @@ from __future__ import annotations
 import streamlit as st
 
 from automonitor.views.page_index import Nav
-from pages import _data as loaders
-from pages import _nav as navigation
+from pages._ui import data as loaders
+from pages._ui import nav as navigation
 
 AUTH_KEY = "auth.account"
 LOGGED_OUT_KEY = "auth.logged_out"  # set by logout: this session never resumes from the cookie again

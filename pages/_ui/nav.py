@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # nothing heavy here: a page imports this module first (ensur
     from automonitor.views.page_index import PageFile
 
 #: the pages folder and the app's folder (``app.py`` lives beside ``pages/``)
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent
 APP_DIR = HERE.parent
 
 # Absolute paths of page files (for st.switch_page and st.page_link), as the navigation registers them.

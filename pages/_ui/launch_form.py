@@ -1,5 +1,5 @@
 """Pieces of a launch form (a job with a backend, an estimate first, then a start button), for the pages
-that start work in the background: the Generation page's job form uses them (``pages/_generation_ui.py``);
+that start work in the background: the Generation page's job form uses them (``pages/_ui/generation_ui.py``);
 the Runs page's monitor-run form has the same three steps.
 
 - :func:`backend_fields`: backend, model and base URL inputs in three given columns;
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from automonitor.errors import InputError
-from pages._widgets import metric_columns
+from pages._ui.widgets import metric_columns
 
 LOCAL_OPENAI_URL = "http://127.0.0.1:8080/v1"  # the placeholder of the base URL of the openai backend
 
