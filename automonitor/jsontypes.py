@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import Union
+from json.encoder import encode_basestring_ascii
+from typing import Callable, Union
 
 from typing_extensions import TypeAliasType
 
@@ -51,3 +52,108 @@ def unique_keys(pairs: list[tuple[str, JSONValue]], error: type[ValueError] = Va
             raise error(f"duplicate key {k!r}")
         seen[k] = v
     return seen
+
+
+def dumps_indented(obj: object, default: Callable[[object], object] = str) -> str:
+    """``json.dumps(obj, indent=2, default=default)``: the same text, in about half the CPU. With an indent,
+    CPython's ``json`` encodes with its pure-Python generators (its C encoder takes no indent); here the
+    containers are walked by plain recursion and a list of only floats or only ints (a report's ROC curves:
+    most of its 4 MB at 100 runs) is written with one ``join`` of the numbers' ``repr``. Keys, strings
+    (``ensure_ascii``), floats (``NaN``, ``Infinity``), ``default`` for other values and ``ValueError`` on a
+    circular reference as ``json.dumps``."""
+    out: list[str] = []
+    _encode(obj, 0, out, default, set())
+    return "".join(out)
+
+
+def _float_text(f: float) -> str:
+    """``json``'s text of a float (``allow_nan``)."""
+    if f != f:
+        return "NaN"
+    if f == math.inf:
+        return "Infinity"
+    if f == -math.inf:
+        return "-Infinity"
+    return float.__repr__(f)
+
+
+def _key_text(key: object) -> str:
+    """``json``'s text of a dict key (``skipkeys`` false)."""
+    if isinstance(key, str):
+        return encode_basestring_ascii(key)
+    if isinstance(key, float):
+        return encode_basestring_ascii(_float_text(key))
+    if key is True:
+        return '"true"'
+    if key is False:
+        return '"false"'
+    if key is None:
+        return '"null"'
+    if isinstance(key, int):
+        return encode_basestring_ascii(int.__repr__(key))
+    raise TypeError(f"keys must be str, int, float, bool or None, not {key.__class__.__name__}")
+
+
+def _encode(o: object, level: int, out: list[str], default: Callable[[object], object], markers: set[int]) -> None:
+    """Append ``json.dumps(o, indent=2)``'s text of ``o`` at nesting ``level`` to ``out`` (the order of checks is
+    ``json.encoder``'s: a ``bool`` is not written as an ``int``, a ``str`` subclass is a string, ...)."""
+    if isinstance(o, str):
+        out.append(encode_basestring_ascii(o))
+    elif o is None:
+        out.append("null")
+    elif o is True:
+        out.append("true")
+    elif o is False:
+        out.append("false")
+    elif isinstance(o, int):
+        out.append(int.__repr__(o))
+    elif isinstance(o, float):
+        out.append(_float_text(o))
+    elif isinstance(o, (list, tuple, dict)):
+        if not o:
+            out.append("{}" if isinstance(o, dict) else "[]")
+            return
+        if id(o) in markers:
+            raise ValueError("Circular reference detected")
+        markers.add(id(o))
+        inner = "\n" + "  " * (level + 1)
+        sep = "," + inner
+        if isinstance(o, dict):
+            out.append("{")
+            first = True
+            for key, value in o.items():
+                out.append(inner if first else sep)
+                first = False
+                out.append(_key_text(key))
+                out.append(": ")
+                _encode(value, level + 1, out, default, markers)
+            out.append("\n" + "  " * level + "}")
+        else:
+            out.append("[" + inner)
+            numbers = _numbers_text(o, sep)
+            if numbers is not None:
+                out.append(numbers)
+            else:
+                for i, value in enumerate(o):
+                    if i:
+                        out.append(sep)
+                    _encode(value, level + 1, out, default, markers)
+            out.append("\n" + "  " * level + "]")
+        markers.discard(id(o))
+    else:
+        if id(o) in markers:
+            raise ValueError("Circular reference detected")
+        markers.add(id(o))
+        _encode(default(o), level, out, default, markers)
+        markers.discard(id(o))
+
+
+def _numbers_text(items: list[object] | tuple[object, ...], sep: str) -> str | None:
+    """The items of a list of only finite floats or only ints (exact types) joined by ``sep``, else ``None``."""
+    first = type(items[0])
+    if first is float and all(type(v) is float for v in items):
+        text = sep.join(map(float.__repr__, items))  # type: ignore[arg-type]
+        return None if "n" in text else text  # 'nan', 'inf': json's NaN / Infinity, written one by one
+    if first is int and all(type(v) is int for v in items):
+        return sep.join(map(int.__repr__, items))  # type: ignore[arg-type]
+    return None

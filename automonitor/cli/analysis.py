@@ -147,13 +147,12 @@ def _emit_json_report(
     The text itself is kept per store version (:func:`automonitor.analysis.report_cache.cached_text`): an
     unchanged store prints it as read, without the report's models (pydantic) or the indenting encoder, which
     were most of a cached read's CPU after the imports."""
-    import json
-
     from automonitor.analysis.report_cache import cached_text
+    from automonitor.jsontypes import dumps_indented
 
     def compute() -> str:
         rep = _report_with_audit(engine, run_ids, options, with_audit)
-        return json.dumps(rep.to_dict(), indent=2, default=str) + "\n"
+        return dumps_indented(rep.to_dict(), default=str) + "\n"  # json.dumps(indent=2, default=str)'s text
 
     text = cached_text(engine, ["report --json", run_ids, options, with_audit], compute)
     if output is None:
