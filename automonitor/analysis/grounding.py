@@ -219,6 +219,7 @@ def locate_quote(response: str, request: str | None, span: JSONValue) -> tuple[s
             i = response.find(span)
             if i >= 0:  # most quotes: verbatim in the response
                 return "exact", i, i + len(span), "response"
+        return _locate_text(response, request, span)
     q = _Quote(span)
     hit, field = None, None
     if q.s.strip():
@@ -229,6 +230,34 @@ def locate_quote(response: str, request: str | None, span: JSONValue) -> tuple[s
     if hit is None:
         return "not_found", None, None, None
     return hit[0], hit[1], hit[2], field
+
+
+def _locate_text(response: str, request: str | None, s: str) -> tuple[str, int | None, int | None, str | None]:
+    """:func:`locate_quote` of a text quote ``s`` (not blank) that is not verbatim in ``response``: the steps of
+    :func:`_locate` in the response (searched verbatim already) and then in the request, without a
+    :class:`_Quote` per quote (the quotes not found verbatim, hallucinated ones above all, were most of a
+    report's grounding CPU)."""
+    cleaned = _clean_span(s)
+    ns: str | None = None
+    for text, field, tried in ((response, "response", True), (request, "request", False)):
+        if not text:
+            continue
+        if not tried:
+            i = text.find(s)
+            if i >= 0:
+                return "exact", i, i + len(s), field
+        if cleaned and cleaned is not s:
+            i = text.find(cleaned)
+            if i >= 0:  # verbatim once the quote marks around it are removed: still a normalised match
+                return "normalized", i, i + len(cleaned), field
+        if ns is None:
+            ns = normalize(cleaned) if cleaned else ""
+        if ns:
+            nt, index = normalize_with_map(text)
+            j = nt.find(ns)
+            if j >= 0:
+                return "normalized", int(index[j]), int(index[j + len(ns) - 1]) + 1, field
+    return "not_found", None, None, None
 
 
 def summary_of_counts(

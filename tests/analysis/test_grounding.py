@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from automonitor.analysis.grounding import STATUSES, ground_evidence, ground_span, normalize_with_map, summary_of_counts
 
@@ -113,3 +115,14 @@ def test_runs_share_each_sample_quote_and_summaries_match_per_run_grounding():
         assert grounding_summary(sids, evs, texts, memo, grounded) == want
         assert {k: memo[k] for k in expected_memo} == expected_memo
     assert ("a", "answer is 42") in grounded and ("b", "made up") in grounded
+
+
+_QUOTE_TEXTS = st.text(alphabet=st.sampled_from(list("abAB .…'\"“”‘’-–\u00a0\n\tßÉé")), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_QUOTE_TEXTS, st.one_of(st.none(), _QUOTE_TEXTS), _QUOTE_TEXTS)
+def test_text_quotes_ground_as_quote_objects(response, request, quote):
+    """A text quote (grounded on its own fast path) gets the status, offsets and field that the same quote given
+    as ``{"quote": ...}`` gets from the general one, in the response and then the request."""
+    assert ground_evidence(response, request, [quote]) == ground_evidence(response, request, [{"quote": quote}])
