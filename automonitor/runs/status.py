@@ -14,7 +14,13 @@ from automonitor.runs.params import stored_batch_settings, stored_runner_setting
 from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
 from store import session_scope
 from store.queries.rowtypes import RunRow
-from store.queries.run_list import flagged_counts, flagged_samples, list_runs, unscored_details, verdict_counts
+from store.queries.run_list import (
+    flagged_counts,
+    flagged_samples,
+    judged_error_counts,
+    list_runs,
+    unscored_details,
+)
 
 log = logging.getLogger(__name__)
 
@@ -274,7 +280,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
         found = dict(rows_by_ids(c, (run.c.id, run.c.params), run.c.id, run_ids))
         runs = {rid: found[rid] for rid in dict.fromkeys(run_ids) if rid in found}
         details = unscored_details(c, run_ids, (CONTRADICTORY,))
-        counts = verdict_counts(c, list(runs))  # one grouped query, not one per run
+        counts = judged_error_counts(c, list(runs))  # grouped counts from the indexes, not one query per run
         # only a run whose config reads a verdict-token score can hold the flag: no other run's rows are scanned
         scoring = [rid for rid, ps in runs.items() if reads_verdict_score(ps)]
         disagree = flagged_counts(c, scoring, "score_disagrees")
@@ -287,9 +293,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
             score_method = LEGACY_SCORE_METHOD
         mine = [d for d in details if d["run_id"] == rid]
         causes = Counter(error_cause(d["meta"]) for d in mine if d["outcome"] == "error")
-        c = counts[rid]
-        judged = sum(v for k, v in c.items() if k != "pending")
-        errors = int(c.get("error", 0))
+        judged, errors = counts[rid]
         share = errors / judged if judged else None
         marks = []
         if parse == "lenient":
