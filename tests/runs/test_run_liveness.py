@@ -76,17 +76,19 @@ def test_a_run_waiting_on_a_slow_judge_keeps_its_lease_fresh(sqlite_engine, monk
     monkeypatch.setattr(writer, "HEARTBEAT_S", 0.2)
     monkeypatch.setattr(leases, "LEASE_STALE_S", 1.0)
     add_pairs(sqlite_engine, 1)
-    with OpenAIFaultServer(latency=3.0) as srv:
+    with OpenAIFaultServer() as srv:
+        srv.hold = threading.Event()  # no answer until the lease is read below
         rid = runner.create_run(sqlite_engine, "openai:m", "direct", base_url=srv.base_url, concurrency=1)
         t = threading.Thread(target=runner.execute_run, args=(sqlite_engine, rid))
         t.start()
         try:
-            time.sleep(2.0)  # the first answer is a second away: nothing was committed but the calls
+            time.sleep(2.0)  # twice the stale limit with the first call unanswered: nothing was committed but the calls
             with session_scope(sqlite_engine) as s:
                 run = s.get(Run, rid)
                 lease, status = dict(run.params["lease"]), run.status
             assert status == "running" and srv.stats()["total"] == 1
             assert time.time() - lease["heartbeat"] < leases.LEASE_STALE_S, lease
         finally:
+            srv.hold.set()
             t.join()
     assert runner.run_info(sqlite_engine, rid)["status"] == "finished"

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -38,13 +39,28 @@ def test_two_concurrent_resumes_one_executes_other_exits_2(db_url, engine):
 
     # engine: the store, migrated to head (a copy of the run's migrated template)
     add_pairs(engine, 6)  # 12 samples
-    with OpenAIFaultServer(latency=0.4) as srv:
+    with OpenAIFaultServer() as srv:
+        # the judge answers nothing until one of the two processes has ended: the one executing holds the run
+        # while the other starts, however long each takes to start (a fixed latency per answer only made that
+        # likely), then the run's 12 calls are answered at once; the client's timeout outlasts the wait (a
+        # call that timed out would be sent again: asked twice)
+        srv.hold = threading.Event()
         rid = runner.create_run(
-            engine, "openai:test-model", "direct", base_url=srv.base_url, concurrency=1, params=FAST
+            engine,
+            "openai:test-model",
+            "direct",
+            base_url=srv.base_url,
+            concurrency=1,
+            params={**FAST, "timeout": srv.hold_s + 60},
         )
         cmd = [EXE, "run", "--resume", rid, "--json", "--quiet"]
         a = subprocess.Popen(cmd, env=_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         b = subprocess.Popen(cmd, env=_env(db_url), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.time() + 120
+        while a.poll() is None and b.poll() is None and time.time() < deadline:
+            time.sleep(0.02)
+        held = srv.stats()["total"]
+        srv.hold.set()
         outs = {p.pid: p.communicate(timeout=120) + (p.returncode,) for p in (a, b)}
         calls = srv.stats()["calls"]
     codes = sorted(rc for _o, _e, rc in outs.values())
@@ -52,6 +68,7 @@ def test_two_concurrent_resumes_one_executes_other_exits_2(db_url, engine):
     winner = next(pid for pid, (_o, _e, rc) in outs.items() if rc == 0)
     loser_err = next(e for _o, e, rc in outs.values() if rc == 2)
     assert f"pid {winner}" in loser_err and "being executed" in loser_err
+    assert held <= 1  # nothing was answered before the loser ended (concurrency 1: one call waited at most)
     # every sample was asked exactly once
     assert len(calls) == 12 and set(calls.values()) == {1}
     assert _api_calls(engine, rid) == 12

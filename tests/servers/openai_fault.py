@@ -30,6 +30,9 @@ model). ``reasoning=True`` answers as OpenAI does for its reasoning models (o1/o
 other than 1, with OpenAI's own messages. ``cached_tokens`` (int) adds
 ``usage.prompt_tokens_details.cached_tokens`` (at most the prompt tokens) to every answer; ``usage`` (a dict)
 replaces those fields of every answer's usage (``{"completion_tokens": 1e30}``: a server's implausible count).
+``hold`` (a :class:`threading.Event`) makes every request wait, once read and counted, until the event is set
+(at most ``hold_s`` seconds): a test that needs a run to be executing while it does something (a second
+process, a check) releases the answers when that is done, instead of slowing every answer down with ``latency``.
 
 Counters (per sample = sha256 of the user message): ``calls``, ``successes`` (complete valid answers),
 ``faults`` by kind. Run standalone (``python -m tests.servers.openai_fault --latency 0.2``) it prints its
@@ -113,6 +116,8 @@ class OpenAIFaultServer(LoopbackServer):
         self.reasoning = False
         self.trickle_s = 1.0
         self.echo_key = False  # a 401 answer quotes the API key it was sent (as some proxies do)
+        self.hold: threading.Event | None = None  # every request waits until it is set (module doc)
+        self.hold_s = 120.0
 
     # ------------------------------------------------------------------ decisions
     def _decide(self, key: str, attempt: int, text: str) -> str:
@@ -181,6 +186,8 @@ class OpenAIFaultServer(LoopbackServer):
                 action = "unsupported"
             with self.lock:
                 self.log.append((key, attempt, action, time.monotonic()))
+            if self.hold is not None:
+                self.hold.wait(self.hold_s)
             if self.latency:
                 time.sleep(self.latency)
             if action != "ok":
