@@ -4,8 +4,11 @@ depends on the window (about 742 px at 1280x720 with the sidebar open, where the
 640 px and left out labels that had room). A small ``st.components.v2`` component with no markup reads the
 chart's plot area (plotly's ``_fullLayout`` axis lengths) once the chart is drawn and whenever it is resized,
 and hands it back as its state ``plot`` (a rerun) when it differs from the size the page laid the labels out
-for. Without a browser (``AppTest``) or before the first measure, :func:`measured_plot` returns ``None`` and the
-figure keeps its default (``views.label_plot_px`` of its height)."""
+for. The browser keeps the last size measured in a cookie (:func:`cookie_name`), so that a new session (a reload,
+a link, the app started again) lays the labels out for it on its first run and needs no rerun when the window
+has kept its size. Without a browser (``AppTest``) or before the first measure in a browser without that cookie,
+:func:`measured_plot` returns ``None`` and the figure keeps its default (``views.label_plot_px`` of its
+height)."""
 
 from __future__ import annotations
 
@@ -18,12 +21,15 @@ NAME = "automonitor.plot_size"
 #: class is ``data.chart`` (Streamlit's ``st-key-<key>``), after it is drawn, after each resize of its box and
 #: each new drawing or relayout of the plot (debounced), and every 1.5 s in case an event was missed,
 #: and sets the state ``plot`` to ``[width, height]`` (whole px) when it differs by more than 1 px from
-#: ``data.used`` (the size the page drew with; ``null`` before the first measure). Sends nothing else and reads
-#: nothing but the chart's layout.
+#: ``data.used`` (the size the page drew with; ``null`` when it used the default). Each size measured is also
+#: written to the cookie ``data.cookie`` as ``WIDTHxHEIGHT`` (a year, path ``/``, SameSite Strict), which the
+#: server reads when a new session starts (:func:`kept_plot`). Sends nothing else and reads nothing but the
+#: chart's layout.
 JS = r"""
 export default function (component) {
   const { data, setStateValue } = component;
   let sent = data && Array.isArray(data.used) ? data.used : null;
+  let kept = null;
   const chart = () => document.querySelector("." + ((data && data.chart) || "none") + " .js-plotly-plot");
   let timer = null, observer = null, tries = 0;
   const report = () => {
@@ -31,6 +37,10 @@ export default function (component) {
     if (!full || !full.xaxis || !full.yaxis) return;
     const w = Math.round(full.xaxis._length), h = Math.round(full.yaxis._length);
     if (!(w > 0 && h > 0)) return;
+    if (data && data.cookie && kept !== w + "x" + h) {
+      kept = w + "x" + h;
+      document.cookie = data.cookie + "=" + kept + "; path=/; max-age=31536000; SameSite=Strict";
+    }
     if (sent && Math.abs(sent[0] - w) <= 1 && Math.abs(sent[1] - h) <= 1) return;
     sent = [w, h];  // never the same size twice from this mount: no rerun loop
     setStateValue("plot", sent);
@@ -87,20 +97,49 @@ def plot_size(value: object) -> tuple[float, float] | None:
     return w, h
 
 
+def cookie_name(chart_key: str) -> str:
+    """The cookie in which the browser keeps the last plot area measured for the chart of widget key
+    ``chart_key`` (``am_plot_`` and its CSS class's tail: letters, digits, ``_`` and ``-`` only)."""
+    return "am_plot_" + key_class(chart_key).removeprefix("st-key-")
+
+
+def kept_plot(value: object) -> tuple[float, float] | None:
+    """The plot area kept in the cookie (``WIDTHxHEIGHT``, sent by the browser: untrusted) as :func:`plot_size`
+    reads it, or ``None``."""
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    parts = value.split("x")
+    try:
+        return plot_size([float(v) for v in parts]) if len(parts) == 2 else None
+    except ValueError:
+        return None
+
+
+def _cookie(name: str) -> str | None:
+    """The cookie ``name`` this browser sent when the session started, or ``None`` (also in a bare AppTest run)."""
+    try:
+        return st.context.cookies.get(name)
+    except Exception:  # noqa: BLE001 - no browser request (bare AppTest run): no cookie
+        return None
+
+
 def measured_plot(key: str, chart_key: str) -> tuple[float, float] | None:
     """Mount the measuring component (``key``; no markup, no height) for the chart of widget key ``chart_key``
-    and return the plot area it measured in this session (:func:`plot_size`), ``None`` until it has. Call it
-    before the chart, in a container without gaps, so it takes no room on the page."""
-    used = plot_size(_state_plot(st.session_state.get(key)))
+    and return the plot area to lay the labels out for: the one it measured in this session (:func:`plot_size`),
+    else the one this browser kept from an earlier session (:func:`kept_plot`), else ``None``. The browser asks
+    for a rerun only when the chart's plot area differs from the one returned. Call it before the chart, in a
+    container without gaps, so it takes no room on the page."""
+    cookie = cookie_name(chart_key)
+    used = plot_size(_state_plot(st.session_state.get(key))) or kept_plot(_cookie(cookie))
     component = st.components.v2.component(NAME, js=JS)  # registered on the running app's runtime each time
     result = component(
         key=key,
-        data={"chart": key_class(chart_key), "used": list(used) if used else None},
+        data={"chart": key_class(chart_key), "used": list(used) if used else None, "cookie": cookie},
         default={"plot": None},
         on_plot_change=_noop,
         height="content",
     )
-    return plot_size(_state_plot(result))
+    return plot_size(_state_plot(result)) or used
 
 
 def _state_plot(state: object) -> object:
