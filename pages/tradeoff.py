@@ -396,8 +396,7 @@ url_state.sync_qp(
 if chosen:
     curves, ops, rows = {}, {}, []
     for rid in chosen:
-        roc = loaders.load_roc(url, ver, rid)
-        sc = loaders.load_scores(url, ver, rid)
+        roc, sc = loaders.load_score_run(url, ver, rid)  # one read of the run's predictions
         if roc.empty or sc.empty:
             continue
         op = metrics.operating_point(sc["label"].to_numpy(), sc["score"].to_numpy(float), cost)

@@ -67,12 +67,15 @@ def cell_samples(
     return out
 
 
-def roc_frame(engine: Engine, run_id: str) -> pd.DataFrame:
+def roc_frame(engine: Engine, run_id: str, preds: pd.DataFrame | None = None) -> pd.DataFrame:
     """The ROC curve of a score run on the samples its MR/FAR count (the benign-only controls slice left
     out, as in the report): columns threshold, far, mr, fpr, tpr (all thresholds; first row
     ``inf`` = flag nothing). Empty frame (same columns) when the run has no scores or only one class
-    has scores. Raises NotFound for an unknown run."""
-    df = split_controls(predictions_frame(engine, [run_id], light=True))[0]  # as the report's AUROC: no controls
+    has scores. ``preds``: the run's light predictions (``predictions_frame(engine, [run_id], light=True)``)
+    when the caller has read them already; else they are read. Raises NotFound for an unknown run."""
+    if preds is None:
+        preds = predictions_frame(engine, [run_id], light=True)
+    df = split_controls(preds)[0]  # as the report's AUROC: no controls
     df = df[df["score"].notna() & df["label"].isin([POSITIVE, NEGATIVE])]
     cols = ["threshold", "far", "mr", "fpr", "tpr"]
     if df.empty or df["label"].nunique() < 2:

@@ -86,21 +86,16 @@ def load_reported():
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def load_scores(url: str, ver: tuple, run_id: str):
-    """Gold labels and P(misbehavior) scores of one run's scored predictions: frame ``label, score``."""
+def load_score_run(url: str, ver: tuple, run_id: str):
+    """A score run's ROC curve frame (``automonitor.analysis.roc_frame``) and the gold labels and
+    P(misbehavior) scores of its scored predictions (frame ``label, score``), from one read of its predictions
+    (the Trade-off page's operating point needs both)."""
     from automonitor import analysis
 
-    df = analysis.predictions_frame(engine_for(url), [run_id], light=True)
-    df = df[df["score"].notna() & df["label"].isin(["misbehavior", "benign"])]
-    return df[["label", "score"]].reset_index(drop=True)
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def load_roc(url: str, ver: tuple, run_id: str):
-    """ROC curve frame of a score run (``automonitor.analysis.roc_frame``)."""
-    from automonitor import analysis
-
-    return analysis.roc_frame(engine_for(url), run_id)
+    preds = analysis.predictions_frame(engine_for(url), [run_id], light=True)
+    roc = analysis.roc_frame(engine_for(url), run_id, preds=preds)
+    df = preds[preds["score"].notna() & preds["label"].isin(["misbehavior", "benign"])]
+    return roc, df[["label", "score"]].reset_index(drop=True)
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
