@@ -17,7 +17,7 @@ from pathlib import Path
 import streamlit as st
 
 from automonitor.analysis.report_cache import gc_paused
-from automonitor.views.page_index import discover
+from automonitor.views.page_index import account_section, discover
 from pages._ui import auth
 from pages._ui import nav as navigation
 
@@ -72,13 +72,13 @@ elif account is not None and account.role != "admin":
                 lambda: st.info("The labelling page is not installed."), title="Label", url_path="label", default=True
             )
         ]
-    router = st.navigation({"Annotation": pages, f"Account: {account.name}": [logout_page]})
+    router = st.navigation({"Annotation": pages, account_section(account.name, account.role): [logout_page]})
 elif account is not None:
     router = st.navigation(
         {
             "Workbench": _pages("workbench"),
             "Annotation": _pages("annotation", "admin", default=False),
-            f"Account: {account.name} (admin)": [logout_page],
+            account_section(account.name, account.role): [logout_page],
         }
     )
 else:

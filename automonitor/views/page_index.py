@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from automonitor.errors import InputError
+from automonitor.escaping import md_escape
 
 Access = Literal["workbench", "annotation", "admin", "login"]
 
@@ -121,3 +122,14 @@ def discover(root: Path) -> list[PageFile]:
                 _READ[(path, root)] = hit
             found.append(hit[1])
     return sorted((p for p in found if p is not None), key=lambda p: (p.nav.order, p.url))
+
+
+def account_section(name: str, role: str) -> str:
+    """The navigation's section title over a logged-in account's logout link: ``"Account (<role>): <name>"``.
+
+    Streamlit renders a section title as Markdown (bold, KaTeX ``$...$``, ``:red[...]`` directives), and
+    ``name`` is free text an admin typed, so it is :func:`~automonitor.escaping.md_escape`-d and shows
+    literally. The role comes before the name: a long name is cut with an ellipsis at the sidebar's width,
+    and the role must stay visible. ``role`` is a vocabulary word (``admin`` / ``annotator``), not escaped.
+    """
+    return f"Account ({role}): {md_escape(name)}"
