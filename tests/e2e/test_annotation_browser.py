@@ -66,24 +66,24 @@ def server(migrated_sqlite, tmp_path_factory, app_factory):
     eng.dispose()
 
 
-def label_current(page, tools, label: str, *, evidence: str | None = None, keyboard: bool = False) -> None:
-    """Label the current item: by mouse (radio + "Save label") or by keyboard (1/2/3 picks the label,
-    S saves and moves on). Enter in the evidence field commits the quote."""
+def label_steps(page, label: str, *, evidence: str | None = None, keyboard: bool = False):
+    """Label the current item as :func:`lockstep` steps: by mouse (radio + "Save label") or by keyboard
+    (1/2/3 picks the label, S saves and moves on). Enter in the evidence field commits the quote."""
     if evidence:
         box = page.get_by_role("textbox", name=re.compile(r"^Evidence"))
-        box.fill(evidence)
-        box.press("Enter")
-        tools.wait_app(page)
+
+        def commit() -> None:
+            box.fill(evidence)
+            box.press("Enter")
+
+        yield commit
     if keyboard:
         page.evaluate("document.activeElement && document.activeElement.blur()")
-        page.keyboard.press({"Misbehavior": "1", "Benign": "2", "Unsure": "3"}[label])
-        tools.wait_app(page)
-        page.keyboard.press("s")
+        yield {"Misbehavior": "1", "Benign": "2", "Unsure": "3"}[label]
+        yield "s"
     else:
-        page.locator('[data-testid="stRadio"]').first.get_by_text(label, exact=True).click()
-        tools.wait_app(page)
-        page.get_by_role("button", name="Save label").click()
-    tools.wait_app(page)
+        yield page.locator('[data-testid="stRadio"]').first.get_by_text(label, exact=True).click
+        yield page.get_by_role("button", name="Save label").click
 
 
 def response_text(page) -> str:
@@ -92,34 +92,45 @@ def response_text(page) -> str:
 
 def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(browser, server, tools):
     eng = server.extra["engine"]
-    pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
-    try:
-        for name, page in pages.items():
-            tools.log_in(page, name, f"password-for-{name}", url=server.url)
-            nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
-            assert "Label" in nav and "Agreement" not in nav and "Adjudicate" not in nav
-            expect(page.get_by_role("heading", name="Label")).to_be_visible()
-            body = page.locator("main").inner_text()
-            assert "e2e-src" not in body and "e2e-pair" not in body and "misbehavior (" not in body
-            html = page.content()  # not even in attributes or CSS classes
-            assert "hidden-id" not in html and "e2e-pair" not in html and "e2e-src" not in html
+    pages = {name: tools.new_page(browser) for name in ("anna", "bert", "root")}
 
-        # interleave the two annotators, item by item
+    def annotate(name: str, page):
+        """One annotator's session, a ``lockstep`` script (each yield is an action, then the pages settle)."""
+        yield from tools.log_in_steps(page, name, f"password-for-{name}", url=server.url)
+        expect(page.get_by_role("heading", name="Label")).to_be_visible()
+        nav = page.locator('[data-testid="stSidebarNav"]').inner_text()
+        assert "Label" in nav and "Agreement" not in nav and "Adjudicate" not in nav
+        body = page.locator("main").inner_text()
+        assert "e2e-src" not in body and "e2e-pair" not in body and "misbehavior (" not in body
+        html = page.content()  # not even in attributes or CSS classes
+        assert "hidden-id" not in html and "e2e-pair" not in html and "e2e-src" not in html
         for step in range(4):
-            for name, page in pages.items():
-                text = response_text(page)
-                bad = "skipped the tests" in text
-                if bad:
-                    assert "<script>alert('xss-label')</script>" in text  # literal, inert
-                label = "Misbehavior" if bad else "Benign"
-                if name == "bert" and bad and "(#0)" in text:
-                    label = "Benign"  # one disagreement
-                if name == "anna" and bad:
-                    label_current(page, tools, label, evidence="I skipped the tests", keyboard=True)
-                else:
-                    label_current(page, tools, label)
-                expect(page.get_by_text(f"Saved item {step + 1}")).to_be_visible()
-        for name, page in pages.items():
+            text = response_text(page)
+            bad = "skipped the tests" in text
+            if bad:
+                assert "<script>alert('xss-label')</script>" in text  # literal, inert
+            label = "Misbehavior" if bad else "Benign"
+            if name == "bert" and bad and "(#0)" in text:
+                label = "Benign"  # one disagreement
+            if name == "anna" and bad:
+                yield from label_steps(page, label, evidence="I skipped the tests", keyboard=True)
+            else:
+                yield from label_steps(page, label)
+            expect(page.get_by_text(f"Saved item {step + 1}")).to_be_visible()
+
+    try:
+        # the two annotators log in and label item by item at the same time (their pages' waits overlap),
+        # and the admin logs in meanwhile
+        admin = pages["root"]
+        tools.lockstep(
+            {
+                pages["anna"]: annotate("anna", pages["anna"]),
+                pages["bert"]: annotate("bert", pages["bert"]),
+                admin: tools.log_in_steps(admin, "root", "password-for-root", url=server.url),
+            }
+        )
+        for name in ("anna", "bert"):
+            page = pages[name]
             assert "4 of 4 labeled" in page.locator('[data-testid="stProgress"]').inner_text()
             tools.shot(page, f"annotation-{name}-done")
             assert not page.dialogs, page.dialogs
@@ -129,29 +140,24 @@ def test_two_annotators_label_in_two_contexts_and_the_admin_sees_agreement(brows
         assert all(labels[s].evidence_text == "I skipped the tests" for s in bad_ids)
         assert all(labels[s].seconds_spent is not None for s in labels)
 
-        for name in pages:  # agreement counts submitted labels only (CONTRACT round 2): both submit their batch
+        for name in ("anna", "bert"):  # agreement counts submitted labels only (CONTRACT round 2): both submit
             ann.submit_batch(eng, account_named(eng, name))
-        admin = tools.new_page(browser)
-        try:
-            tools.log_in(admin, "root", "password-for-root", url=server.url)
-            admin.get_by_role("link", name="Agreement").click()
-            tools.wait_app(admin)
-            admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()
-            doc = ag.agreement(eng, SYSTEM)  # what `automonitor agreement --json` prints
-            assert doc["items"] == 4 and doc["percent_agreement"] == pytest.approx(0.75)
-            metrics = admin.locator('[data-testid="stMetric"]').all_inner_texts()
-            flat = [" ".join(m.split()) for m in metrics]
-            assert "Items 4" in flat
-            # four items: fewer than the minimum of 10, so each headline figure says "too few items"
-            assert f"Raw agreement {doc['percent_agreement']:.3f} too few items" in flat
-            assert f"Cohen's kappa {doc['cohen_kappa']:.3f} too few items" in flat
-            assert f"Krippendorff's alpha {doc['krippendorff_alpha']:.3f} too few items" in flat
-            main = admin.locator("main").inner_text()
-            assert "anna" in main and "bert" in main  # confusion matrix and time per annotator
-            tools.shot(admin, "annotation-admin-agreement")
-            assert not admin.dialogs
-        finally:
-            admin.context.close()
+        admin.get_by_role("link", name="Agreement").click()
+        tools.wait_app(admin)
+        admin.get_by_role("heading", name="Inter-annotator agreement").wait_for()
+        doc = ag.agreement(eng, SYSTEM)  # what `automonitor agreement --json` prints
+        assert doc["items"] == 4 and doc["percent_agreement"] == pytest.approx(0.75)
+        metrics = admin.locator('[data-testid="stMetric"]').all_inner_texts()
+        flat = [" ".join(m.split()) for m in metrics]
+        assert "Items 4" in flat
+        # four items: fewer than the minimum of 10, so each headline figure says "too few items"
+        assert f"Raw agreement {doc['percent_agreement']:.3f} too few items" in flat
+        assert f"Cohen's kappa {doc['cohen_kappa']:.3f} too few items" in flat
+        assert f"Krippendorff's alpha {doc['krippendorff_alpha']:.3f} too few items" in flat
+        main = admin.locator("main").inner_text()
+        assert "anna" in main and "bert" in main  # confusion matrix and time per annotator
+        tools.shot(admin, "annotation-admin-agreement")
+        assert not admin.dialogs
     finally:
         for page in pages.values():
             page.context.close()

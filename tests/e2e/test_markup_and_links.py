@@ -61,6 +61,14 @@ def _open(page, tools, server, path: str) -> None:
     tools.log_in(page, ADMIN[0], ADMIN[2], retry=True)
 
 
+def _goto(page, tools, server, path: str) -> None:
+    """The page at that URL in the same browser, still logged in (its session cookie)."""
+    page.goto(f"{server.url}/{path}")
+    tools.wait_app(page)
+    expect(page.locator("h1").first).to_be_visible()
+    assert page.locator('input[type="password"]').count() == 0
+
+
 def _no_live_markup(page, scope: str = "body") -> None:
     """No link to the name's URLs and no bold element made of the name's markup anywhere in ``scope``."""
     root = page.locator(scope)
@@ -97,6 +105,7 @@ def _point(page, run_id: str):
 def test_markup_in_a_monitor_name_shows_as_literal_text_everywhere(browser, server, tools):
     page = tools.new_page(browser)
     try:
+        # logged in once, at the first page's URL; the other pages are opened with the session cookie
         _open(page, tools, server, "tradeoff")
         tools.shot(page, "markup-tradeoff-login")
         page.wait_for_selector(".js-plotly-plot .scatterlayer .point")
@@ -115,19 +124,19 @@ def test_markup_in_a_monitor_name_shows_as_literal_text_everywhere(browser, serv
 
         # Drill-down header (the run's label) and the comparison column
         sid = next(r["id"] for r in server.extra["rows"] if r["status"] == "gold" and r["split"] == "test")
-        _open(page, tools, server, "drilldown?" + urlencode({"run": "rhost", "sample": sid, "cmp": "rplain"}))
+        _goto(page, tools, server, "drilldown?" + urlencode({"run": "rhost", "sample": sid, "cmp": "rplain"}))
         main = _text(page)
         assert NAME in main, main[:3000]
         _no_live_markup(page, "main")
         tools.shot(page, "markup-drilldown")
 
         # Runs: the details of the selected run
-        _open(page, tools, server, "runs?run=rhost")
+        _goto(page, tools, server, "runs?run=rhost")
         assert NAME in _text(page)
         _no_live_markup(page, "main")
 
         # Overview: the runs table (a data grid) and the rest of the page
-        _open(page, tools, server, "overview")
+        _goto(page, tools, server, "overview")
         page.wait_for_selector('[data-testid="stDataFrame"]')
         _no_live_markup(page, "main")
         tools.shot(page, "markup-overview")
