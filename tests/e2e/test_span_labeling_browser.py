@@ -79,7 +79,8 @@ def presses(page, *keys: str):
 def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
     tools = e2e
     eng = server.extra["engine"]
-    pages = {name: tools.new_page(browser) for name in ("anna", "bert")}
+    pages = {name: tools.new_page(browser) for name in ("anna", "bert", "root")}
+    admin = pages["root"]
 
     def annotate(name: str, page):
         """One annotator's session, a ``lockstep`` script (each yield is a key press, then the page settles)."""
@@ -104,9 +105,13 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
             expect(page.get_by_text(f"Saved item {step + 1}")).to_be_visible()
 
     try:
-        # the two annotators label at the same time (their pages' waits overlap)
-        tools.lockstep({page: annotate(name, page) for name, page in pages.items()})
-        for name, page in pages.items():
+        # the two annotators label at the same time (their pages' waits overlap); the admin logs in meanwhile
+        tools.lockstep(
+            {pages[name]: annotate(name, pages[name]) for name in ("anna", "bert")}
+            | {admin: tools.log_in_steps(admin, "root", "password-for-root", url=server.url)}
+        )
+        for name in ("anna", "bert"):
+            page = pages[name]
             tools.shot(page, f"span-labeling-{name}")
             assert not page.dialogs
         # back on a saved misbehavior item (a reload: a new session, the cookie keeps the login), anna's
@@ -144,10 +149,7 @@ def test_two_annotators_mark_spans_by_keyboard_blind(browser, server, e2e):
         assert ann.proposed_spans(rows) == [(line2, line3_end), anna[1]]
         # span F1 0.4 < 0.5: every misbehavior item waits for the adjudicator once both submitted
         assert {e.reason for e in ann.adjudication_queue(eng, SYSTEM)} == {"span_disagreement"}
-        admin = tools.new_page(browser)
-        pages["root"] = admin
-        tools.log_in(admin, "root", "password-for-root", url=server.url, retry=True)
-        admin.goto(f"{server.url}/agreement")
+        admin.goto(f"{server.url}/agreement")  # a new page load: the session cookie keeps the login
         tools.wait_app(admin)
         admin.get_by_role("heading", name="Agreement on the evidence span").wait_for()
         metrics = [" ".join(m.split()) for m in admin.locator('[data-testid="stMetric"]').all_inner_texts()]
