@@ -121,7 +121,9 @@ class RunnerSettings(BaseModel):
         max_attempts: attempts per judgement, the first included (>= 1, default 6).
         backoff_initial: first back-off in seconds (>= 0, default 0.5).
         backoff_max: back-off cap in seconds (>= 0, default 30).
-        retry_after_max: cap on a server's ``Retry-After`` in seconds (>= 0, default 120).
+        retry_after_max: cap on a server's ``Retry-After`` in seconds (>= 0, default 120): a longer one (a 429,
+            529 or 503 asking to wait an hour) stops the run at once, its samples pending, with the time the
+            server named (:class:`automonitor.runs.runner.retries.WaitTooLong`).
         timeout: total deadline of one request in seconds (> 0; ``None``: the backend's default, 60).
         fewshot_k: few-shot examples shown (>= 1, default 4).
         fewshot_seed: seed drawing them (any whole number, default 0).

@@ -8,7 +8,7 @@ Faults: for each request, with probability ``fault_rate`` (decided by a seeded h
 so the schedule does not depend on timing) one of: ``429`` (with ``Retry-After``), ``500``, ``timeout``
 (sleeps ``timeout_sleep`` s, longer than the client's timeout, then answers), ``truncated`` (HTTP 200 with
 half a JSON body). A user message containing ``[scenario:a,b,c]`` follows that script instead: attempt k
-gets step k (``ok``, ``429``, ``500``, ``529``, ``timeout``, ``truncated``, ``refuse``, ``garbage``,
+gets step k (``ok``, ``429``, ``500``, ``503`` (with ``Retry-After``), ``529``, ``timeout``, ``truncated``, ``refuse``, ``garbage``,
 ``length`` (HTTP 200, the answer cut mid-JSON/mid-sentence with ``finish_reason: "length"``), ``thinkcut``
 (an unclosed ``<think>`` block, ``finish_reason: "length"``), ``seedflip`` (answers "Yes" for an odd
 ``seed`` in the request and "No" for an even one: a judge whose verdict depends on the seed),
@@ -322,6 +322,13 @@ class OpenAIFaultServer(LoopbackServer):
                     h,
                     429,
                     {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}},
+                    headers={"retry-after": self.retry_after},
+                )
+            if action == "503":  # a server that is unavailable for a while, and says how long (Retry-After)
+                return send_json(
+                    h,
+                    503,
+                    {"error": {"message": "Service unavailable", "type": "server_error"}},
                     headers={"retry-after": self.retry_after},
                 )
             if action in ("500", "529"):

@@ -173,7 +173,9 @@ def execute_run(
     c = state.circuit
     no_answer = None
     if failure is None and not state.cancelled and state.api_calls and c.answers == 0:
-        no_answer = no_answer_message(state.api_calls, c.last_failing or c.last or c.last_error, backend.base_url)
+        # the fix follows the last failure: a rate limit is no server that fails to answer in time
+        detail = c.last_error if c.last_rate_limited else (c.last_failing or c.last or c.last_error)
+        no_answer = no_answer_message(state.api_calls, detail, backend.base_url, rate_limited=c.last_rate_limited)
     finalize(
         engine,
         run_id,

@@ -9,11 +9,13 @@ import time
 import logging
 import random
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, AsyncIterator, Callable
 
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt
 
 from automonitor.errors import redact
+from automonitor.timestamps import utcnow
 from automonitor.runs import params as run_params
 from automonitor.runs.monitors import Backend, Item, Judgement, PermanentError, TransientError
 from automonitor.runs.runner.limiter import AIMDLimiter
@@ -61,6 +63,41 @@ class RetryPolicy:
         if ra is not None:
             return max(base, min(float(ra), self.retry_after_max))
         return base
+
+    def too_long(self, exc: BaseException) -> WaitTooLong | None:
+        """The run-wide stop for a transient failure whose server asked to wait longer than this policy waits
+        (``exc.retry_after`` over ``retry_after_max``: a 429, 529 or 503 with a long ``Retry-After``), else
+        ``None``: waiting ``retry_after_max`` and sending again would only meet the same answer."""
+        ra = getattr(exc, "retry_after", None)
+        if not isinstance(exc, TransientError) or ra is None or float(ra) <= self.retry_after_max:
+            return None
+        return WaitTooLong(exc, float(ra), self.retry_after_max)
+
+
+#: the run-wide code of a judge that asked (``Retry-After``) to wait longer than ``retry_after_max``
+#: (:class:`WaitTooLong`): the run stops at once, its samples not judged pending
+WAIT_TOO_LONG = "retry_after_over_max"
+
+
+class WaitTooLong(PermanentError):
+    """A server that answered a transient failure (429, 529, 503) asking to wait ``retry_after`` seconds, more
+    than the run waits (``retry_after_max``, :attr:`RetryPolicy.retry_after_max`): run-wide (code
+    :data:`WAIT_TOO_LONG`), so the run stops at once instead of waiting ``retry_after_max`` and meeting the
+    same refusal. ``until`` is the moment the server named (UTC, when the answer came), ``kind`` the
+    transient kind (``rate_limit``, ``overloaded``, ``server``)."""
+
+    def __init__(self, exc: TransientError, retry_after: float, retry_after_max: float) -> None:
+        super().__init__(str(exc), status=exc.status, code=WAIT_TOO_LONG, run_wide=True)
+        self.kind, self.retry_after, self.retry_after_max = exc.kind, retry_after, retry_after_max
+        self.until = utcnow() + timedelta(seconds=retry_after)
+
+    def meta(self) -> dict[str, float | str]:
+        """What a judgement's ``meta`` keeps of it (the run's failure line is made from it)."""
+        return {
+            "retry_after": self.retry_after,
+            "retry_after_max": self.retry_after_max,
+            "retry_until": self.until.strftime("%Y-%m-%d %H:%M:%S UTC"),
+        }
 
 
 #: transport failures (connection refused, DNS, TLS) while no call of the execution has been answered after
@@ -147,14 +184,34 @@ class Circuit:
         self.failing_status: int | None = None
         self.last_failing = ""
         self.last_error = ""  # the last failed call of any kind (:func:`describe_failure`): 429, 4xx, 5xx, ...
+        self.last_rate_limited = False  # whether that call was refused by a rate limit (429, 529)
         self._gate = asyncio.Semaphore(limit)
         self._waiting = 0  # calls waiting for a place at the gate
+        self.halt: WaitTooLong | None = None  # the server asked to wait longer than the run waits (:meth:`stop`)
+        self._halted = asyncio.Event()
+
+    def stop(self, exc: WaitTooLong) -> None:
+        """Stop every further call of the execution with ``exc`` (the first one kept): :meth:`check` raises it,
+        and the retries waiting in :meth:`pause` wake up at once (to meet it, not to send)."""
+        if self.halt is None:
+            self.halt = exc
+            self._halted.set()
+
+    async def pause(self, seconds: float) -> None:
+        """Sleep ``seconds`` (a retry's back-off) or until :meth:`stop`, whichever comes first."""
+        if self.halt is not None:
+            return
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._halted.wait(), seconds)
 
     def check(self) -> None:
         """Raise the run-wide failure once the judge counts as unreachable.
 
         Raises:
-            PermanentError: ``limit`` transport failures and no answer yet."""
+            PermanentError: ``limit`` transport failures and no answer yet, or the :class:`WaitTooLong` that
+                stopped the execution (:meth:`stop`)."""
+        if self.halt is not None:
+            raise self.halt
         if not self.answered and len(self.refused) >= self.limit:
             last = self.refused[-1]
             raise PermanentError(str(last), status=last.status, code=last.code, run_wide=True)
@@ -237,6 +294,7 @@ class Circuit:
                 self._first_answer()
             return
         self.last_error = describe_failure(exc)
+        self.last_rate_limited = isinstance(exc, TransientError) and exc.rate_limited
         if _is_transport(exc):
             if self.answered:
                 if self.lost == 0:
@@ -300,9 +358,11 @@ class _Attempts:
         limiter: AIMDLimiter,
         on_send: Callable[[], None],
         circuit: Circuit | None = None,
+        policy: RetryPolicy | None = None,
     ) -> None:
         self.backend, self.item, self.limiter, self.on_send = backend, item, limiter, on_send
         self.circuit = circuit
+        self.policy = policy or RetryPolicy()
         self.calls = 0
         self.kinds: list[str] = []
         self.first_failed: float | None = None  # time.monotonic() of the first failed attempt
@@ -316,7 +376,9 @@ class _Attempts:
         """One attempt through the limiter; a rate-limit answer halves the limiter, a success grows it.
 
         Raises:
-            TransientError / PermanentError / anything the backend raises.
+            TransientError / PermanentError / anything the backend raises; :class:`WaitTooLong` (and the
+            circuit stopped with it) for a transient failure whose ``Retry-After`` is over the policy's
+            ``retry_after_max`` (:meth:`RetryPolicy.too_long`).
         """
         try:
             async with self.limiter:
@@ -326,6 +388,10 @@ class _Attempts:
             log.info("sample %s: transient %s (status %s): %s", self.item.sample_id, exc.kind, exc.status, exc)
             if exc.rate_limited:
                 self.limiter.on_rate_limit()
+            if (long := self.policy.too_long(exc)) is not None:
+                if self.circuit is not None:
+                    self.circuit.stop(long)
+                raise long from exc
             raise
         self.limiter.on_success()
         if self.kinds:
@@ -390,6 +456,7 @@ class _Attempts:
                     "code": exc.code,
                     "run_wide": exc.run_wide,
                     "retried_after": self.kinds,
+                    **(exc.meta() if isinstance(exc, WaitTooLong) else {}),
                 },
             ), self.calls
         return Judgement(
@@ -413,9 +480,10 @@ async def judge_with_retries(
     ``on_send()`` is called as each request is sent. Transient failures are retried after
     :meth:`RetryPolicy.wait_s`; never raises for backend failures (they become the ``error`` outcome),
     only ``asyncio.CancelledError``. ``circuit`` (shared by an execution's workers) stops the attempts
-    once the judge counts as unreachable (:class:`Circuit`).
+    once the judge counts as unreachable (:class:`Circuit`), or once a server asked to wait longer than
+    ``policy.retry_after_max`` (:class:`WaitTooLong`: no retry, the waits of the other samples cut short).
     """
-    attempts = _Attempts(backend, item, limiter, on_send, circuit)
+    attempts = _Attempts(backend, item, limiter, on_send, circuit, policy)
     # the first attempt runs outside tenacity: the common case costs no retry machinery
     try:
         return await attempts.once(), attempts.calls
@@ -424,10 +492,18 @@ async def judge_with_retries(
     except TransientError as exc:
         if policy.max_attempts <= 1:
             return attempts.failed(exc)
-        await asyncio.sleep(policy.wait_s(exc, 1))
+        await _pause(circuit, policy.wait_s(exc, 1))
     except Exception as exc:  # noqa: BLE001
         return attempts.failed(exc)
     return await _retry(attempts, policy)
+
+
+async def _pause(circuit: Circuit | None, seconds: float) -> None:
+    """A retry's back-off: ``seconds``, cut short when the circuit stops (:meth:`Circuit.pause`)."""
+    if circuit is None:
+        await asyncio.sleep(seconds)
+    else:
+        await circuit.pause(seconds)
 
 
 async def _retry(attempts: _Attempts, policy: RetryPolicy) -> tuple[Judgement, int]:
@@ -443,6 +519,7 @@ async def _retry(attempts: _Attempts, policy: RetryPolicy) -> tuple[Judgement, i
             wait=wait,
             retry=retry_if_exception_type(TransientError),
             reraise=True,
+            sleep=lambda s: _pause(attempts.circuit, s),
         ):
             with attempt:
                 return await attempts.once(), attempts.calls

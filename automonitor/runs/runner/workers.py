@@ -4,6 +4,7 @@ writer), ``concurrency`` judge workers fed through a bounded queue, and a cancel
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 import time
 from collections import Counter
@@ -22,6 +23,7 @@ from automonitor.runs.runner.retries import (
     JUDGE_LOST,
     NEVER_REACHED,
     SERVER_FAILING,
+    WAIT_TOO_LONG,
     Circuit,
     RetryPolicy,
     judge_with_retries,
@@ -64,11 +66,16 @@ def fail_fast_message(
     key_env: str | None,
     url: str | None = None,
     stopped: bool = True,
+    wait: Mapping[str, float | str] | None = None,
 ) -> str:
     """The one line a fail-fast run ends with: the cause (HTTP status, provider code, ``n`` identical
     failures, the server's message cut at a word boundary, :func:`_clip`), the judge's URL (redacted) and the fix.
     ``stopped=False``: the run ran out of samples before :data:`FAIL_FAST_AFTER` identical failures
-    stopped it, so the line says how many samples those failures left pending instead."""
+    stopped it, so the line says how many samples those failures left pending instead. ``wait``: for code
+    :data:`~automonitor.runs.runner.retries.WAIT_TOO_LONG`, the ``Retry-After`` asked, the cap and the time the
+    server named (:meth:`~automonitor.runs.runner.retries.WaitTooLong.meta`; :func:`wait_too_long_message`)."""
+    if code == WAIT_TOO_LONG:
+        return wait_too_long_message(status, detail, wait or {}, url)
     at = f" at {redact_url(url) or 'the default endpoint'}"
     lead = (
         f"stopped after {n} identical permanent failures"
@@ -114,16 +121,56 @@ def fail_fast_message(
     return f"{lead} (HTTP {status}{code_s}){at}: {_clip(detail)}; fix: {fix}, {resume}"
 
 
-def no_answer_message(calls: int, detail: str, url: str | None) -> str:
-    """The one line a run ends with when none of the ``calls`` it sent got an answer (each ended in a timeout,
-    an HTTP 5xx, a malformed body or a transport failure, its retries run out) although nothing stopped it
-    early (too few calls for a streak, :class:`~automonitor.runs.runner.retries.Circuit`): the count, the
-    judge's URL (redacted), the last failure (``detail``, :func:`_clip`) and the fix; ``RUN_ID`` stands for
-    the run's id."""
+def _seconds(s: object) -> str:
+    """``s`` seconds in words: ``3600 s (1 h)``, ``90 s``."""
+    n = float(s) if isinstance(s, (int, float)) else 0.0
+    text = f"{n:g} s"
+    if n >= 3600:
+        text += f" ({n / 3600:.3g} h)"
+    elif n >= 120:
+        text += f" ({n / 60:.3g} min)"
+    return text
+
+
+def wait_too_long_message(status: int | None, detail: str, wait: Mapping[str, float | str], url: str | None) -> str:
+    """The line a run ends with when the judge answered a transient failure (429 rate limit, 529, 503) asking,
+    with ``Retry-After``, to wait longer than the run waits (``--param retry_after_max``): the status, the
+    wait asked, the cap, the judge's URL (redacted), the server's message (:func:`_clip`) and the fix (wait
+    until the time the server named, then ``--resume``; or a new run with a ``retry_after_max`` that high: a
+    resumed run keeps its parameters). ``RUN_ID`` stands for the run's id."""
     at = f" at {redact_url(url) or 'the default endpoint'}"
+    what = "rate limited the run" if status in (429, None) else f"could not take the calls (HTTP {status})"
+    if status == 429:
+        what += " (HTTP 429)"
+    ra, cap = wait.get("retry_after"), wait.get("retry_after_max")
+    longer = f", longer than this run waits (--param retry_after_max: {float(cap):g} s)" if cap is not None else ""
+    higher = f"retry_after_max={math.ceil(float(ra))}" if isinstance(ra, (int, float)) else "a higher retry_after_max"
+    until = wait.get("retry_until") or "the time the server named"
     return (
-        f"none of the {calls} call(s) sent got an answer from the judge{at} (the last: {_clip(detail)}); every "
-        "sample judged ended in error; fix: check that the judge server runs and answers the model within "
+        f"stopped: the judge{at} {what} and asked to wait {_seconds(ra)} (Retry-After){longer}: {_clip(detail)}; "
+        f"the samples not judged stay pending; fix: wait until {until}, then automonitor run --resume RUN_ID "
+        f"(or a new run with --param {higher} waits that long)"
+    )
+
+
+def no_answer_message(calls: int, detail: str, url: str | None, rate_limited: bool = False) -> str:
+    """The one line a run ends with when none of the ``calls`` it sent got an answer (each ended in a timeout,
+    an HTTP 5xx, a malformed body, a rate limit or a transport failure, its retries run out) although nothing
+    stopped it early (too few calls for a streak, :class:`~automonitor.runs.runner.retries.Circuit`): the
+    count, the judge's URL (redacted), the last failure (``detail``, :func:`_clip`) and the fix, which follows
+    that failure: ``rate_limited`` (a 429 or 529: the judge is there but refuses the pace) names rate limiting
+    (wait, fewer calls at once, then ``--retry-errors`` / ``--resume``), else a server that does not answer in
+    time (``--param timeout``); ``RUN_ID`` stands for the run's id."""
+    at = f" at {redact_url(url) or 'the default endpoint'}"
+    head = f"none of the {calls} call(s) sent got an answer from the judge{at} (the last: {_clip(detail)}); every sample judged ended in error; "
+    if rate_limited:
+        return head + (
+            "fix: the judge is rate limiting this run: wait until its limit resets, then re-send them with fewer "
+            "calls at once: automonitor run --retry-errors RUN_ID --concurrency 1 (samples still pending: "
+            "automonitor run --resume RUN_ID --concurrency 1)"
+        )
+    return head + (
+        "fix: check that the judge server runs and answers the model within "
         "--param timeout, then re-send them: automonitor run --retry-errors RUN_ID"
     )
 
@@ -137,6 +184,7 @@ class PermanentFailure(NamedTuple):
     n: int  # how many identical failures so far
     stopped: bool  # whether this one stopped the execution
     circuit: bool  # the circuit's own "never answered" error (code JUDGE_DROPPED / NEVER_REACHED): recounted at the end
+    wait: Mapping[str, float | str] | None = None  # code WAIT_TOO_LONG: the Retry-After asked, the cap, the time named
 
 
 class Execution:
@@ -451,9 +499,13 @@ class Execution:
         sig = (j.meta.get("status"), j.meta.get("code") or unreached_code)
         self.permanent[sig] += 1
         n = self.permanent[sig]
-        stops = self.fatal is None and n >= FAIL_FAST_AFTER
+        # a server asking to wait longer than the run waits (WAIT_TOO_LONG) stops it at the first such answer
+        stops = self.fatal is None and (n >= FAIL_FAST_AFTER or sig[1] == WAIT_TOO_LONG)
+        wait: dict[str, float | str] = {
+            k: j.meta[k] for k in ("retry_after", "retry_after_max", "retry_until") if k in j.meta
+        }
         failure = PermanentFailure(
-            sig, str(j.raw or ""), n, stops, j.meta.get("code") in (JUDGE_DROPPED, NEVER_REACHED)
+            sig, str(j.raw or ""), n, stops, j.meta.get("code") in (JUDGE_DROPPED, NEVER_REACHED), wait or None
         )
         if stops:
             self.fatal = failure
@@ -474,5 +526,5 @@ class Execution:
         if now is not None and now.code == code:
             detail = scrub(str(now), self.secrets) or str(now)
         return fail_fast_message(
-            status, code, detail, f.n, self.backend.key_env, self.backend.base_url, stopped=f.stopped
+            status, code, detail, f.n, self.backend.key_env, self.backend.base_url, stopped=f.stopped, wait=f.wait
         )
