@@ -50,6 +50,45 @@ class ChangedElsewhere(InputError):
     state wins; the caller should show it again."""
 
 
+class RunBusy(InputError):
+    """A run another live process is executing now (its lease, :mod:`automonitor.runs.lease`): this process may
+    not execute it at the same time. Nothing is wrong with the input (the same command succeeds once that
+    process has ended), so the CLI exits 1 (CONTRACT: 2 is for bad usage or bad input, 1 for other
+    failures); an ``InputError`` still, so the pages that show a refused input show it too.
+
+    Attributes:
+        run_id, pid, host: the run and the process that executes it.
+        field: the CLI option that asked (``resume``, ``reuse``, ``retry-errors``; ``run`` for ``generate
+            resume``).
+    """
+
+    #: the command each asking option stands for, and what continues the run once the other process is gone
+    _ASKED = {
+        "resume": ("run --resume", "run --resume"),
+        "reuse": ("run --reuse", "run --resume"),
+        "retry-errors": ("run --retry-errors", "run --retry-errors"),
+        "run": ("generate resume", None),  # a cancelled generation run does not resume
+    }
+
+    def __init__(self, run_id: str, pid: object, host: object, *, field: str | None) -> None:
+        self.run_id, self.pid, self.host = run_id, pid, host
+        asked, then = self._ASKED.get(field or "", ("this command", "run --resume"))
+        after = f", then: automonitor {then} {run_id}" if then else ""
+        super().__init__(
+            f"run {run_id} is already being executed by another process (pid {pid} on {host}); "
+            f"`automonitor {asked}` cannot execute it at the same time. Fix: wait for that process to end "
+            f"(`automonitor runs` shows the run's progress), or stop it: automonitor runs --cancel {run_id}{after}",
+            field=field,
+        )
+
+    def __str__(self) -> str:
+        return self.message  # a sentence that names the command itself, not "field 'resume': ..."
+
+    def asked_by(self, field: str | None) -> RunBusy:
+        """The same refusal, told to the command that ``field`` stands for (``--reuse`` that resumed a run)."""
+        return RunBusy(self.run_id, self.pid, self.host, field=field)
+
+
 class PermissionDenied(AutomonitorError, PermissionError):
     """The acting user's role does not allow the operation (enforced in core/store, not only in the UI)."""
 

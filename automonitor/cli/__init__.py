@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
 
 from automonitor.cli.app import app, expand_multi
 from automonitor.cli.common import INTERRUPTED_EXIT, resolved_store_url, store_note
-from automonitor.errors import AutomonitorError, InputError, NotFound, PermissionDenied
+from automonitor.errors import AutomonitorError, InputError, NotFound, PermissionDenied, RunBusy
 
 if TYPE_CHECKING:
     from typer._coercion import TypeDescriptor
@@ -56,8 +56,9 @@ def load_commands(args: Sequence[str] | None = None) -> None:
 
 #: exit code of a product error, by class (the first base found in the error's MRO); any other
 #: :class:`AutomonitorError` exits 1. Bad input, an unknown name and a refused permission are the user's
-#: to fix (exit 2, CONTRACT: "2 on bad usage or bad input").
-EXIT_CODES: dict[type[AutomonitorError], int] = {InputError: 2, NotFound: 2, PermissionDenied: 2}
+#: to fix (exit 2, CONTRACT: "2 on bad usage or bad input"); a run busy in another process is none of them
+#: (the same command succeeds once that process has ended: 1, "other failures"), though an ``InputError``.
+EXIT_CODES: dict[type[AutomonitorError], int] = {RunBusy: 1, InputError: 2, NotFound: 2, PermissionDenied: 2}
 
 
 def exit_code(exc: AutomonitorError) -> int:
@@ -220,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     except AutomonitorError as exc:
         code = exit_code(exc)
         # a user's error reads as a sentence; another product error (a judge transport failure...) says its kind
-        what = str(exc) if code == 2 else f"{type(exc).__name__}: {exc}"
+        what = str(exc) if code == 2 or isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
         print(f"error: {_shown(what)}{_store_note(exc)}", file=sys.stderr)
     except SystemExit as exc:  # typer/click exit
         code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)

@@ -12,7 +12,7 @@ import typer
 from automonitor.cli.app import app
 from automonitor.cli.common import INTERRUPTED_EXIT, edition_choices, emit_json, err_console, open_store, rich_table
 from automonitor.cli.logs import is_quiet, run_log
-from automonitor.errors import InputError
+from automonitor.errors import InputError, RunBusy
 from automonitor.vocab import MONITOR_BACKENDS, TEMPLATES, scored_edition
 
 if TYPE_CHECKING:
@@ -155,6 +155,8 @@ def run_cmd(
         with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
             summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet, base_url)
     except InputError as exc:
+        if exc.field == "resume" and not resume and isinstance(exc, RunBusy):  # the run came from --reuse
+            raise exc.asked_by("reuse" if reuse else None) from exc
         if exc.field == "resume" and not resume:  # the runner names --resume; this run came from --reuse
             raise InputError(exc.message, file=exc.file, line=exc.line, field="reuse" if reuse else None) from exc
         raise

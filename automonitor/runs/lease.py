@@ -11,7 +11,7 @@ from typing import Iterator, Mapping
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
 
-from automonitor.errors import InputError
+from automonitor.errors import RunBusy
 from automonitor.jsontypes import JSONValue
 from automonitor.leases import lease_held_by_other, new_lease
 from automonitor.vocab import RunStatus
@@ -34,13 +34,12 @@ def check_lease(run_id: str, params: Mapping[str, JSONValue], *, field: str) -> 
     """Raise when another live process holds the lease in the run's ``params``.
 
     Raises:
-        InputError: ``run RUN_ID is being executed by pid PID on HOST`` (``field`` names the CLI option).
+        RunBusy: ``run RUN_ID is already being executed by another process (pid PID on HOST)`` and the fix
+            (wait, or ``automonitor runs --cancel RUN_ID``); ``field`` names the CLI option that asked.
     """
     lease = params.get("lease")
     if isinstance(lease, dict) and lease_held_by_other(lease):
-        raise InputError(
-            f"run {run_id} is being executed by pid {lease.get('pid')} on {lease.get('host')}", field=field
-        )
+        raise RunBusy(run_id, lease.get("pid"), lease.get("host"), field=field)
 
 
 def take_lease(session: Session, run: Run, params: dict[str, object], *, running: bool = True) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from automonitor.cli import EXIT_CODES, exit_code
-from automonitor.errors import AutomonitorError, ChangedElsewhere, InputError, NotFound, PermissionDenied
+from automonitor.errors import AutomonitorError, ChangedElsewhere, InputError, NotFound, PermissionDenied, RunBusy
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -52,11 +52,13 @@ def test_every_product_exception_derives_from_the_root():
         (NotFound("no run r1"), 2),
         (PermissionDenied("admins only"), 2),
         (AutomonitorError("a product failure"), 1),
+        # a run busy in another process is no bad input: the same command succeeds once that one has ended
+        (RunBusy("r1", 123, "host", field="resume"), 1),
     ],
 )
 def test_exit_codes_come_from_one_table(exc, code):
     assert exit_code(exc) == code
-    assert set(EXIT_CODES) == {InputError, NotFound, PermissionDenied}
+    assert set(EXIT_CODES) == {InputError, NotFound, PermissionDenied, RunBusy}
 
 
 def test_require_folder_refuses_a_missing_folder_and_a_folder_given_as_the_file(tmp_path):

@@ -1,6 +1,6 @@
 """``automonitor run --reuse`` on a run that another live process executes is refused naming ``--reuse``,
 the option the user gave (fresh-user trial, fifth sitting: the refusal named ``field 'resume'``), with exit
-2 and nothing judged; ``--resume`` of the same run still names ``--resume``."""
+1 (trial50: a busy run is no bad input) and nothing judged; ``--resume`` of the same run names ``--resume``."""
 
 from __future__ import annotations
 
@@ -43,7 +43,10 @@ def test_a_reused_run_held_by_another_process_is_refused_naming_reuse(sqlite_url
     finally:
         holder.kill()
         holder.wait()
-    assert reused.returncode == 2, reused.stderr
-    assert f"is being executed by pid {holder.pid}" in reused.stderr and "field 'reuse'" in reused.stderr
-    assert "field 'resume'" not in reused.stderr
-    assert resumed.returncode == 2 and "field 'resume'" in resumed.stderr, resumed.stderr
+    # exit 1, not 2: a run busy in another process is no bad input (test_run_busy.py)
+    assert reused.returncode == 1, reused.stderr
+    assert f"is already being executed by another process (pid {holder.pid} on " in reused.stderr, reused.stderr
+    assert "`automonitor run --reuse` cannot execute it" in reused.stderr, reused.stderr
+    assert "--resume` cannot" not in reused.stderr, reused.stderr
+    assert resumed.returncode == 1, resumed.stderr
+    assert "`automonitor run --resume` cannot execute it" in resumed.stderr, resumed.stderr

@@ -77,7 +77,10 @@ def test_generation_run_lease_refuses_a_second_executor_and_survives_kill_9(engi
         assert params["lease"]["pid"] == first.pid
         # a live executor: a second one is refused
         r = run_cli(["generate", "resume", run_id, "--json"], db=db_url)
-        assert r.returncode == 2 and f"being executed by pid {first.pid}" in r.stderr, r.stderr
+        # exit 1: a run busy in another process is no bad input (CONTRACT: 2 is for bad usage or input)
+        assert r.returncode == 1 and f"being executed by another process (pid {first.pid} on " in r.stderr, r.stderr
+        assert "`automonitor generate resume` cannot execute it" in r.stderr, r.stderr
+        assert f"automonitor runs --cancel {run_id}" in r.stderr and "then:" not in r.stderr, r.stderr
     finally:
         first.kill()  # SIGKILL: no cleanup at all
         first.wait()

@@ -147,7 +147,7 @@ def _claim(engine: Engine, run_id: str) -> _Claim:
 
     Raises:
         NotFound: no such generation run. InputError: the run is finished, failed or cancelled, or a live
-            process executes it (``run RUN is being executed by pid PID on HOST``).
+            process executes it (:class:`~automonitor.errors.RunBusy`: exit 1).
     """
     with session_scope(engine) as s:
         run = lock_run(s, run_id)
