@@ -33,14 +33,14 @@ def _info(engine, rid):
 
 @pytest.mark.parametrize("status", ["429", "503"])
 def test_a_retry_after_over_the_cap_stops_the_run_at_once_with_every_sample_pending(engine, monkeypatch, status):
-    """Retry-After 3600 s against retry_after_max 2 s, 3 attempts a sample: on main each sample waited the cap
+    """Retry-After 3600 s against retry_after_max 60 s, 3 attempts a sample: on main each sample waited the cap
     twice and ended ``error`` (a no-answer line naming --param timeout). Now the first such answer stops the
     run: no retry, at most the calls already in flight, nothing judged, every sample pending; the line names
     the status, the wait asked, the cap and the UTC time the server named, and ``--resume`` finishes the run
     once the server takes calls again."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     add_pairs(engine, 4)
-    params = {**FAST, "max_attempts": 3, "retry_after_max": 2}
+    params = {**FAST, "max_attempts": 3, "retry_after_max": 60}
     with OpenAIFaultServer(retry_after=3600) as srv:
         srv.force = status
         rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, concurrency=2, params=params)
@@ -51,14 +51,14 @@ def test_a_retry_after_over_the_cap_stops_the_run_at_once_with_every_sample_pend
         state, error, counts = _info(engine, rid)
         asked_at = datetime.now(timezone.utc)
         assert state == "failed", (state, error, counts)
-        assert took < 1.5, took  # no wait of retry_after_max (2 s), let alone 3600 s
+        assert took < 20, took  # no wait of retry_after_max (60 s, twice on main), let alone 3600 s; wide for CI load
         assert sent == out["api_calls"] <= 2, (sent, out)  # the calls in flight at once, none retried
         assert counts["error"] == 0 and counts["pending"] == 8, counts
         assert error.startswith(f"stopped: the judge at {srv.base_url} "), error
         what = "rate limited the run (HTTP 429)" if status == "429" else "could not take the calls (HTTP 503)"
         assert what in error, error
         assert (
-            "asked to wait 3600 s (1 h) (Retry-After), longer than this run waits (--param retry_after_max: 2 s)"
+            "asked to wait 3600 s (1 h) (Retry-After), longer than this run waits (--param retry_after_max: 60 s)"
             in error
         )
         assert "the samples not judged stay pending" in error and "--param timeout" not in error, error
@@ -133,11 +133,11 @@ def test_a_wait_over_the_cap_cuts_the_other_samples_back_off_short():
             c.check()
         return time.monotonic() - t0
 
-    assert asyncio.run(go()) < 1.0
+    assert asyncio.run(go()) < 10.0  # not the 30 s back-off; wide for CI load
 
 
 def test_cli_run_against_a_judge_asking_for_an_hour_exits_1_at_once_with_one_line(db_url, engine):
-    """The trial's command, with --param retry_after_max=3 (main waited 2 x 3 s, then printed the no-answer
+    """The trial's command, with --param retry_after_max=60 (main waited 2 x 60 s, then printed the no-answer
     line naming --param timeout): exit 1 within seconds, one line on stderr, nothing judged."""
     add_pairs(engine, 4)
     with OpenAIFaultServer(retry_after=3600) as srv:
@@ -146,15 +146,15 @@ def test_cli_run_against_a_judge_asking_for_an_hour_exits_1_at_once_with_one_lin
         r = run_cli(
             [
                 "run", "--monitor", "openai:m", "--template", "direct", "--base-url", srv.base_url,
-                "--limit", "4", "--no-controls", "--retries", "2", "--quiet", "--param", "retry_after_max=3",
+                "--limit", "4", "--no-controls", "--retries", "2", "--quiet", "--param", "retry_after_max=60",
             ],
             db=db_url,
             env={"OPENAI_API_KEY": None},
         )  # fmt: skip
         took = time.monotonic() - t0
     assert r.returncode == 1, (r.stdout, r.stderr)
-    assert took < 5.5, took
+    assert took < 30, took  # main waited 2 x 60 s; wide for a process start under CI load
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and "asked to wait 3600 s (1 h) (Retry-After)" in lines[0], r.stderr
-    assert "(--param retry_after_max: 3 s)" in lines[0] and "then automonitor run --resume " in lines[0], lines
+    assert "(--param retry_after_max: 60 s)" in lines[0] and "then automonitor run --resume " in lines[0], lines
     assert "--param timeout" not in r.stderr
