@@ -39,31 +39,15 @@ def _cpu_s(pid: int) -> float:
     return sum(int(fields[i]) for i in (11, 12, 13, 14)) / tick
 
 
-#: counts a page's script runs (the app's script state turning to running), installed before its scripts
-_RUNS_JS = """(() => {
-  if (window.top !== window) return;
-  window.__amRuns = 0;
-  let last = null;
-  const note = () => {
-    const a = document.querySelector('[data-testid="stApp"]');
-    const s = a && a.getAttribute('data-test-script-state');
-    if (s !== last) { if (s === 'running') window.__amRuns += 1; last = s; }
-  };
-  const watch = () => new MutationObserver(note).observe(document.documentElement,
-    {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
-  if (document.documentElement) watch(); else document.addEventListener('DOMContentLoaded', watch);
-})()"""
-
-
 def _load(browser, url: str, cookies: list) -> tuple[float, int, list]:
     """Seconds from ``goto(url)`` until the script run is finished and the plane's run markers are drawn (the
     page first draws an empty frame in the plane's place: a bare ``.js-plotly-plot`` is not the plane), the
     script runs it took, and the cookies the context holds then. ``cookies``: the context's cookies first."""
-    from e2e.conftest import new_page, wait_app
+    from e2e.conftest import RUNS_JS, new_page, wait_app
 
     page = new_page(browser)
     try:
-        page.context.add_init_script(_RUNS_JS)
+        page.context.add_init_script(RUNS_JS)
         if cookies:
             page.context.add_cookies(cookies)
         t0 = time.perf_counter()

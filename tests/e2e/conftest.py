@@ -342,6 +342,22 @@ _SETTLED_JS = (
 #: drawn asks for its rerun within this time after the run that drew it; a key press is sent at once)
 QUIET_MS = 250
 
+#: counts a page's script runs in ``window.__amRuns`` (each time the app's script state turns to running); add it
+#: with ``add_init_script`` before the page's scripts (the returning-browser test, ``bench_page_cold.py``)
+RUNS_JS = """(() => {
+  if (window.top !== window) return;
+  window.__amRuns = 0;
+  let last = null;
+  const note = () => {
+    const a = document.querySelector('[data-testid="stApp"]');
+    const s = a && a.getAttribute('data-test-script-state');
+    if (s !== last) { if (s === 'running') window.__amRuns += 1; last = s; }
+  };
+  const watch = () => new MutationObserver(note).observe(document.documentElement,
+    {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
+  if (document.documentElement) watch(); else document.addEventListener('DOMContentLoaded', watch);
+})()"""
+
 
 def wait_app(page, timeout: float = 60_000) -> None:
     """Wait until the Streamlit script run has finished, no element is stale, the server has answered
@@ -456,4 +472,5 @@ def e2e():
         lockstep=lockstep,
         log_in_steps=log_in_steps,
         ARTIFACTS=ARTIFACTS,
+        RUNS_JS=RUNS_JS,
     )

@@ -60,8 +60,8 @@ def server(migrated_sqlite, tmp_path_factory, app_factory):
 
 @pytest.fixture(scope="module", autouse=True)
 def _tools(e2e):
-    global new_page, wait_app, shot
-    new_page, wait_app, shot = e2e.new_page, e2e.wait_app, e2e.viewport_shot
+    global new_page, wait_app, shot, RUNS_JS
+    new_page, wait_app, shot, RUNS_JS = e2e.new_page, e2e.wait_app, e2e.viewport_shot, e2e.RUNS_JS
 
 
 def _laid_out_for_the_drawn_plot(page) -> dict:
@@ -155,22 +155,6 @@ def test_a_resized_window_lays_the_labels_out_again(browser, server):
         page.context.close()
 
 
-#: counts the page's script runs: each time the app's script state turns to running (installed before its scripts)
-_RUNS_JS = """(() => {
-  if (window.top !== window) return;
-  window.__amRuns = 0;
-  let last = null;
-  const note = () => {
-    const a = document.querySelector('[data-testid="stApp"]');
-    const s = a && a.getAttribute('data-test-script-state');
-    if (s !== last) { if (s === 'running') window.__amRuns += 1; last = s; }
-  };
-  const watch = () => new MutationObserver(note).observe(document.documentElement,
-    {subtree: true, childList: true, attributes: true, attributeFilter: ['data-test-script-state']});
-  if (document.documentElement) watch(); else document.addEventListener('DOMContentLoaded', watch);
-})()"""
-
-
 def test_a_returning_browser_lays_the_labels_out_on_the_first_run(browser, server):
     """The browser keeps the last plot area measured (a cookie): a new session in it at the same window size lays
     the labels out for the drawn plot on its first run, and the measure asks for no second run."""
@@ -183,7 +167,7 @@ def test_a_returning_browser_lays_the_labels_out_on_the_first_run(browser, serve
         kept = [c for c in ctx.cookies() if c["name"].startswith("am_plot_")]
         assert [c["value"] for c in kept] == ["%dx%d" % tuple(round(v) for v in first["plot"])], kept
         again = ctx.new_page()  # a new tab: a new session of the same browser
-        again.add_init_script(_RUNS_JS)
+        again.add_init_script(RUNS_JS)
         again.goto(f"{server.url}/tradeoff?min_n=1&paper=1")
         wait_app(again)
         plane = _laid_out_for_the_drawn_plot(again)
