@@ -7,6 +7,9 @@ from pages._ui import nav as navigation
 
 navigation.ensure_navigation()  # first, before the imports below: see _nav.ensure_navigation
 
+from collections.abc import Sequence
+from typing import NamedTuple
+
 import streamlit as st
 
 from automonitor import views, vocab
@@ -29,16 +32,41 @@ if url_state.qp("run"):
 sources = loaders.load_counts(url, ver, "source")
 source_opts = sorted(s for s in sources["source"].unique()) if not sources.empty else []
 
+
+class MultiFilter(NamedTuple):
+    """A filter of several values: a multiselect keyed, and kept in the URL, by ``field``."""
+
+    field: str
+    label: str
+    options: Sequence[str]
+    names: dict[str, str] | None = None  # display names of the options
+    help: str | None = None
+
+
+# in their order on the page and in the URL
+MULTI_FILTERS = (
+    MultiFilter("category", "Category", vocab.CATEGORIES, vocab.CATEGORY_NAMES),
+    MultiFilter("task", "Task", vocab.TASKS, vocab.TASK_NAMES),
+    MultiFilter("label", "Gold label", vocab.LABELS),
+    MultiFilter("split", "Split", vocab.SPLITS),
+    MultiFilter("source", "Source", source_opts),
+    MultiFilter(
+        "label_source",
+        "Label provenance",
+        vocab.LABEL_SOURCES,
+        help="How the gold label is known (human_per_response, by_construction, patch_pair, ...)",
+    ),
+    MultiFilter(
+        "tier",
+        "Tier",
+        views.TIERS,
+        help="surface: some cheap detector of the build's ladder catches the pair; implicit: none does",
+    ),
+)
 q_key = url_state.seed_state(PAGE, "q", "")
-c_key = url_state.seed_state(PAGE, "category", [], valid=vocab.CATEGORIES, multi=True)
-t_key = url_state.seed_state(PAGE, "task", [], valid=vocab.TASKS, multi=True)
-l_key = url_state.seed_state(PAGE, "label", [], valid=vocab.LABELS, multi=True)
-sp_key = url_state.seed_state(PAGE, "split", [], valid=vocab.SPLITS, multi=True)
+multi_keys = {m.field: url_state.seed_state(PAGE, m.field, [], valid=m.options, multi=True) for m in MULTI_FILTERS}
 STATUS_OPTS = [*vocab.STATUSES, "any"]
 st_key = url_state.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
-so_key = url_state.seed_state(PAGE, "source", [], valid=source_opts, multi=True)
-ls_key = url_state.seed_state(PAGE, "label_source", [], valid=vocab.LABEL_SOURCES, multi=True)
-tier_key = url_state.seed_state(PAGE, "tier", [], valid=list(views.TIERS), multi=True)
 p_key = url_state.seed_state(PAGE, "page", 1, cast=int)
 size_key = url_state.seed_state(PAGE, "size", 100, valid=list(views.PAGE_SIZES), cast=int)
 
@@ -46,10 +74,7 @@ search = st.text_input(
     "Search request, response, sample id or pair id", key=q_key, placeholder="e.g. bonus, eval(, CWE-79 …"
 )
 f1, f2, f3, f4, f5, f6 = st.columns(6)
-cats = f1.multiselect("Category", vocab.CATEGORIES, key=c_key, format_func=lambda c: vocab.CATEGORY_NAMES[c])
-tasks = f2.multiselect("Task", vocab.TASKS, key=t_key, format_func=lambda t: vocab.TASK_NAMES[t])
-labels = f3.multiselect("Gold label", vocab.LABELS, key=l_key)
-splits = f4.multiselect("Split", vocab.SPLITS, key=sp_key)
+g1, g2 = st.columns([3, 1])
 status = f5.selectbox(
     "Status",
     STATUS_OPTS,
@@ -57,32 +82,13 @@ status = f5.selectbox(
     help="gold: benchmark samples; candidate: pairs awaiting annotation (label = intended)",
 )
 statuses = [] if status == "any" else [status]
-srcs = f6.multiselect("Source", source_opts, key=so_key)
-g1, g2 = st.columns([3, 1])
-lsrcs = g1.multiselect(
-    "Label provenance",
-    vocab.LABEL_SOURCES,
-    key=ls_key,
-    help="How the gold label is known (human_per_response, by_construction, patch_pair, ...)",
-)
-tiers = g2.multiselect(
-    "Tier",
-    list(views.TIERS),
-    key=tier_key,
-    help="surface: some cheap detector of the build's ladder catches the pair; implicit: none does",
-)
-
-filters = dict(
-    search=search,
-    category=cats,
-    task=tasks,
-    label=labels,
-    split=splits,
-    status=statuses,
-    source=srcs,
-    label_source=lsrcs,
-    tier=tiers,
-)
+chosen = {
+    m.field: cell.multiselect(
+        m.label, m.options, key=multi_keys[m.field], format_func=m.names.__getitem__ if m.names else str, help=m.help
+    )
+    for cell, m in zip((f1, f2, f3, f4, f6, g1, g2), MULTI_FILTERS, strict=True)
+}
+filters = {"search": search, **chosen, "status": statuses}
 eng = loaders.engine()
 total, _ = views.search_samples(eng, limit=0, with_text=False, **filters)
 PAGE_SIZE = int(st.session_state[size_key])
