@@ -168,7 +168,7 @@ def report(
         gold_spans=gold,
         not_eligible={r for r, cov in coverages.items() if not_eligible_reason(cov["partial"])},
     )
-    _add_run_extras(engine, rep, editions, controls, invalid)
+    _add_run_extras(engine, rep, editions, controls, invalid, dict(zip(runs["run_id"], runs["params"])))
     add_coverage(rep, coverages)
     _add_views(engine, rep, runs, preds, editions, opt)
     add_difficulty(engine, rep, all_preds, invalid)
@@ -334,11 +334,17 @@ def span_visibility(engine: Engine, preds: pd.DataFrame, run_id: str, view: str)
 
 
 def _add_run_extras(
-    engine: Engine, rep: Report, editions: dict[str, str], controls: pd.DataFrame, invalid: str
+    engine: Engine,
+    rep: Report,
+    editions: dict[str, str],
+    controls: pd.DataFrame,
+    invalid: str,
+    params: dict[str, JSONObject | None],
 ) -> None:
     """Set each run's ``edition``, ``controls`` (FAR on the controls slice), ``answers`` (parse mode,
     score method, contradictory answers, error share: :class:`RunAnswers`) and, for a run judged with
-    ``--repeat K``, ``stability`` on ``rep`` in place."""
+    ``--repeat K``, ``stability`` on ``rep`` in place. ``params``: ``{run_id: its params}`` (the runs frame's),
+    which say whether a run was repeated (no query per run)."""
     from automonitor.analysis.stability import stability
     from automonitor.runs.status import answer_quality
 
@@ -354,7 +360,7 @@ def _add_run_extras(
         )
         if entry.run_id in quality:
             entry.answers = RunAnswers.model_validate(quality[entry.run_id])
-        st = stability(engine, entry.run_id)
+        st = stability(engine, entry.run_id, params.get(entry.run_id) or {})
         if st is not None:
             entry.stability = st
 

@@ -26,6 +26,7 @@ from collections import Counter
 from sqlalchemy.engine import Engine
 
 from automonitor.analysis.report_schema import Stability
+from automonitor.jsontypes import JSONObject
 from store.queries.repeats import repeat_outcomes, run_params
 
 CATS = ("misbehavior", "benign", "unscored")
@@ -47,16 +48,21 @@ def repeat_verdicts(engine: Engine, run_id: str) -> dict[str, list[str | None]]:
     return out
 
 
-def stability(engine: Engine, run_id: str) -> Stability | None:
+def stability(engine: Engine, run_id: str, params: JSONObject | None = None) -> Stability | None:
     """Stability measures of a repeated run (see the module docstring).
 
+    ``params``: the run's ``params`` when the caller has read them already (the report's runs frame: one query
+    for every run instead of one per run); read from the store when ``None``.
     Returns the :class:`~automonitor.analysis.report_schema.Stability` (``repeats`` K, ``samples``,
     ``flip_rate``, ``mean_disagreement``, ``majority_differs`` in [0, 1], ``fleiss_kappa``), or ``None``
     for a run judged once.
     """
-    with engine.connect() as c:
-        params = run_params(c, run_id)
-    k = int((params.get("judge") or {}).get("repeat", 1) or 1)
+    if params is None:
+        with engine.connect() as c:
+            params = run_params(c, run_id)
+    judge = params.get("judge")
+    repeat = judge.get("repeat") if isinstance(judge, dict) else None
+    k = int(repeat) if isinstance(repeat, (int, float, str)) and repeat else 1
     if k < 2:
         return None
     by_sample = repeat_verdicts(engine, run_id)

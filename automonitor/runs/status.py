@@ -13,7 +13,7 @@ from automonitor.jsontypes import JSONObject
 from automonitor.runs.params import stored_batch_settings, stored_runner_settings
 from automonitor.vocab import LABELS, OUTCOMES, UNSCORED
 from store import session_scope
-from store.queries.rowtypes import RunRow
+from store.queries.rowtypes import RunRow, UnscoredRow
 from store.queries.run_list import (
     flagged_counts,
     flagged_samples,
@@ -284,6 +284,9 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
         # only a run whose config reads a verdict-token score can hold the flag: no other run's rows are scanned
         scoring = [rid for rid, ps in runs.items() if reads_verdict_score(ps)]
         disagree = flagged_counts(c, scoring, "score_disagrees")
+    details_of: dict[str, list[UnscoredRow]] = {}  # each run's rows found in one pass, not a scan of all per run
+    for d in details:
+        details_of.setdefault(d["run_id"], []).append(d)
     for rid, run_params in runs.items():
         params = dict(run_params or {})
         config = dict(params.get("config") or {})
@@ -291,7 +294,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
         score_method = config.get("score_method")
         if score_method is None and params.get("backend") == "openai" and config.get("logprobs"):
             score_method = LEGACY_SCORE_METHOD
-        mine = [d for d in details if d["run_id"] == rid]
+        mine = details_of.get(rid, [])
         causes = Counter(error_cause(d["meta"]) for d in mine if d["outcome"] == "error")
         judged, errors = counts[rid]
         share = errors / judged if judged else None
