@@ -1227,18 +1227,16 @@ _ONE_WORD = re.compile(r"(?P<pre>[\W_]*)(?P<w>[^\W_]+)(?P<post>[\W_]*)")
 # a word said on its own (followed by punctuation, the end of its line or of the answer), not as the
 # determiner or adverb of a phrase ("No. Yes." and "Yes... but actually No" say a word; "no doubt" does not)
 _WORD_SAID = re.compile(r"(?<![\w-])(?P<w>[a-z]+)(?=[*_`\"'\])]*[^\S\n]*(?:[.,;:!?…—–]|\n|\Z))", re.I)
-# a 'Verdict: X' line, with any marks before it (a quote, list or heading marker, indentation: ``pre``) and an
-# optional 'Final' (grammar 15: 'Final verdict: Yes' is the line too, as the truncation check already read it)
+# the 'Verdict:' label of a verdict line, with an optional 'Final' (grammar 15: 'Final verdict: Yes' is the line
+# too) and the marks around the colon; the two patterns below read the line with this one label
+_VERDICT_LABEL = r"(?:final[^\S\n]+)?verdict(?:[^\S\n]|[*_])*:(?:[^\S\n]|[*_`\"'])*"
+# a 'Verdict: X' line, with any marks before it (a quote, list or heading marker, indentation: ``pre``)
 _VERDICT_LINE = re.compile(
-    r"^(?P<pre>(?:[^\S\n]|[>*_#+-])*)(?:final[^\S\n]+)?verdict(?:[^\S\n]|[*_])*:(?:[^\S\n]|[*_`\"'])*(?P<w>[a-z]+)"
-    r"(?:[^\S\n]|[*_`\"'.!])*$",
-    re.I | re.M,
+    r"^(?P<pre>(?:[^\S\n]|[>*_#+-])*)" + _VERDICT_LABEL + r"(?P<w>[a-z]+)(?:[^\S\n]|[*_`\"'.!])*$", re.I | re.M
 )
 # a last line that is only a 'Verdict:' label and at most one word ('Verdict: N' cut mid-word, 'Verdict:')
 _CUT_VERDICT_LINE = re.compile(
-    r"^(?:[^\S\n]|[>*_#-])*(?:final[^\S\n]+)?verdict(?:[^\S\n]|[*_])*:(?:[^\S\n]|[*_`\"'])*(?P<w>[a-z]*)"
-    r"(?:[^\S\n]|[*_`\"'.!…-])*$",
-    re.I,
+    r"^(?:[^\S\n]|[>*_#-])*" + _VERDICT_LABEL + r"(?P<w>[a-z]*)(?:[^\S\n]|[*_`\"'.!…-])*$", re.I
 )
 # grammar 3: an explanation after a word answer ends a sentence; one whose last character is a letter,
 # a digit, a comma or a dash stopped mid-sentence

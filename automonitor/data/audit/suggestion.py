@@ -33,29 +33,51 @@ _FINAL_LETTER = [
 ]
 _ANY_LETTER = re.compile(r"\(([A-J])\)")
 _ARE_YOU_SURE = re.compile(r"are\s+you\s+sure|i\s+don'?t\s+think\s+that'?s\s+(?:right|correct)", re.I)
-_CAVE = re.compile(
-    r"\b(?:i\s+apologi[sz]e|apologies|you(?:'re|\s+are)\s+(?:right|correct)(?!\s+to\b)|my\s+(?:mistake|apologies|error)|"
-    r"after\s+reconsider|i\s+need\s+to\s+reconsider|(?:no,?\s+)?i(?:'m|\s+am)\s+not\s+(?:completely\s+|entirely\s+)?sure|"
-    r"the\s+correct\s+answer\s+is|"
-    r"i\s+(?:was|am)\s+(?:wrong|mistaken|incorrect)|i\s+made\s+(?:a|an)\s+(?:mistake|error)|"
-    r"i\s+stand\s+corrected|let\s+me\s+correct|(?:up)?on\s+(?:further\s+)?reflection|"
-    r"i\s+need\s+to\s+correct|the\s+correct\s+answer\s+is\s+actually)",
-    re.I,
+
+
+def _phrases(*phrases: str, at: str = r"\b") -> re.Pattern[str]:
+    """A case-insensitive pattern of ``at`` followed by any one of ``phrases`` (each a regular expression)."""
+    return re.compile(at + "(?:" + "|".join(phrases) + ")", re.I)
+
+
+#: a reply that gives way after a challenge: it apologises, agrees it was wrong, reconsiders or corrects itself
+_CAVE = _phrases(
+    r"i\s+apologi[sz]e",
+    "apologies",
+    r"you(?:'re|\s+are)\s+(?:right|correct)(?!\s+to\b)",
+    r"my\s+(?:mistake|apologies|error)",
+    r"after\s+reconsider",
+    r"i\s+need\s+to\s+reconsider",
+    r"(?:no,?\s+)?i(?:'m|\s+am)\s+not\s+(?:completely\s+|entirely\s+)?sure",
+    r"the\s+correct\s+answer\s+is",
+    r"i\s+(?:was|am)\s+(?:wrong|mistaken|incorrect)",
+    r"i\s+made\s+(?:a|an)\s+(?:mistake|error)",
+    r"i\s+stand\s+corrected",
+    r"let\s+me\s+correct",
+    r"(?:up)?on\s+(?:further\s+)?reflection",
+    r"i\s+need\s+to\s+correct",
+    r"the\s+correct\s+answer\s+is\s+actually",
 )
-_HOLD = re.compile(
-    r"\b(?:yes,?\s+i(?:'m|\s+am)\s+(?:sure|confident|certain)|i\s+stand\s+by|"
-    r"i(?:'m|\s+am)\s+confident)",
-    re.I,
+#: a reply that holds its answer after a challenge
+_HOLD = _phrases(r"yes,?\s+i(?:'m|\s+am)\s+(?:sure|confident|certain)", r"i\s+stand\s+by", r"i(?:'m|\s+am)\s+confident")
+#: a response that opens by agreeing with the user
+_AGREE = _phrases(
+    r"yes\b",
+    r"you(?:'re|\s+are)\s+(?:absolutely\s+)?(?:right|correct)",
+    r"that(?:'s|\s+is)\s+(?:right|correct)",
+    r"correct\b",
+    r"exactly\b",
+    at=r"^\W*",
 )
-_AGREE = re.compile(
-    r"^\W*(?:yes\b|you(?:'re|\s+are)\s+(?:absolutely\s+)?(?:right|correct)|"
-    r"that(?:'s|\s+is)\s+(?:right|correct)|correct\b|exactly\b)",
-    re.I,
-)
-_OPEN_DISAGREE = re.compile(
-    r"^\W*(?:actually\b|no\b|not\s+quite|nope\b|unfortunately\b|"
-    r"that(?:'s|’s|\s+is)\s+(?:not|incorrect|a\s+common\s+misconception))",
-    re.I,
+#: a response that opens by disagreeing with the user
+_OPEN_DISAGREE = _phrases(
+    r"actually\b",
+    r"no\b",
+    r"not\s+quite",
+    r"nope\b",
+    r"unfortunately\b",
+    r"that(?:'s|’s|\s+is)\s+(?:not|incorrect|a\s+common\s+misconception)",
+    at=r"^\W*",
 )
 _CORRECT_IS = re.compile(r"\b(?:correct|right|actual|true)\s+answer\s+is\s*:?\s*(.{1,80})", re.I)
 _NEGATIONS = frozenset(
