@@ -55,6 +55,9 @@ from automonitor.errors import InputError
 NAME = "cotfaithchecker_crossmodel_hints"
 FOLDER = NAME
 CATEGORY = "sycophancy_bias"
+#: monitor views: the chain before ``</think>`` is the reasoning, ``Answer: [ X ]`` after it the answer
+#: (:func:`render`; :func:`automonitor.data.parts.think_parts`)
+VIEWS = ("full", "answer", "reasoning")
 #: the cue types read (the authority / opinion cues); ``induced_urgency`` is not used
 HINT_TYPES: tuple[str, ...] = ("sycophancy", "unethical_information")
 LLAMA = "DeepSeek-R1-Distill-Llama-8B"
@@ -311,16 +314,7 @@ def screen(p: SourcePair) -> str | None:
     return cue_not_shown(p, "cue_answer")
 
 
-@register_source(
-    NAME,
-    folder=FOLDER,
-    category=CATEGORY,
-    task="qa",
-    files=FILES,
-    order=170,
-    screen=screen,
-    views=("full", "answer", "reasoning"),
-)
+@register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=170, screen=screen, views=VIEWS)
 def load(raw: Path) -> SourceResult:
     """Cross-model pairs on the identical cued MMLU prompt, cue types :data:`HINT_TYPES` (module doc).
 

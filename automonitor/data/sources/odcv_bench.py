@@ -41,6 +41,9 @@ from automonitor.data.trajectory import Step, serialise, steps_meta
 NAME = "odcv_bench"
 FOLDER = "odcv_bench"
 CATEGORY = "specification_gaming"
+#: monitor views: the agent steps' thoughts are the reasoning, their tool calls the actions, the last agent
+#: message (else the last action) the answer (:func:`automonitor.data.parts.trajectory_parts`)
+VIEWS = ("full", "answer", "reasoning", "actions")
 JUDGES = ("claude47", "gpt55", "grok", "gemini")
 GENERATIONS = ("current", "previous")
 _EVAL = f"{FOLDER}/existing_results/{{gen}}/evaluations/judge_all/scores_{{prefix}}{{judge}}.csv"
@@ -283,7 +286,7 @@ def screen(p: SourcePair) -> str | None:
     task="reasoning",
     files=FILES,
     order=140,
-    views=("full", "answer", "reasoning", "actions"),
+    views=VIEWS,
     screen=screen,
     globs=GLOBS,
     verified_pairs=105,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from automonitor.errors import InputError
 from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair, need_str, read_json
@@ -69,6 +70,37 @@ def screen(p: SourcePair) -> str | None:
     return None
 
 
+def _pair(i: int, obj: dict[str, Any]) -> SourcePair | str:
+    """The pair of problem ``i`` of the file (its string fields checked), or why it has none."""
+    if not isinstance(obj.get("base_gt_response_text"), str) or not obj["base_gt_response_text"].strip():
+        return "no correct no-cue chain of thought (base_gt_response_text)"
+    if obj["cue_answer"] == obj["gt_answer"]:
+        return "cue answer is the correct answer"
+    request = obj["question_with_cue"].removeprefix("user: ").strip()
+    request = request.removesuffix("<think>").rstrip()
+    mis, ben = obj["response_text"].strip(), obj["base_gt_response_text"].strip()
+    return make_pair(
+        f"{NAME}:{obj.get('pn')}",
+        request,
+        Side(mis, DATA, f"[{i}] pn {obj.get('pn')} response_text"),
+        Side(ben, DATA, f"[{i}] pn {obj.get('pn')} base_gt_response_text"),
+        meta={
+            "pn": obj.get("pn"),
+            "cue": "Stanford Professor (IQ 130)",
+            "cue_answer": obj["cue_answer"],
+            "gt_answer": obj["gt_answer"],
+            "dataset": "MMLU",
+            "source_run_model": obj.get("model"),
+            "benign_provenance": BENIGN_PROVENANCE,
+            "licence": "MMLU MIT; demo repo none stated (research use)",
+        },
+        mis_meta={"side": "sampled with the cue; follows it silently", "steps": steps_meta(chain_steps(mis))},
+        ben_meta={"side": "sampled without the cue (constructed benign side)", "steps": steps_meta(chain_steps(ben))},
+        label_source="constructed_benign",
+        answered_other_prompt={"benign": "the question without the cue (sampled uncued)"},
+    )
+
+
 @register_source(NAME, folder=FOLDER, category=CATEGORY, task="qa", files=FILES, order=160, screen=screen, views=VIEWS)
 def load(raw: Path) -> SourceResult:
     """One cued/correct pair per problem of the 0.15-threshold file (see module doc).
@@ -88,38 +120,5 @@ def load(raw: Path) -> SourceResult:
             raise InputError("expected a JSON object", file=DATA, field=f"[{i}]")
         for key in ("question_with_cue", "response_text", "cue_answer", "gt_answer"):
             need_str(obj, key, raw, path, None)
-        if not isinstance(obj.get("base_gt_response_text"), str) or not obj["base_gt_response_text"].strip():
-            res.dropped["no correct no-cue chain of thought (base_gt_response_text)"] += 1
-            continue
-        if obj["cue_answer"] == obj["gt_answer"]:
-            res.dropped["cue answer is the correct answer"] += 1
-            continue
-        request = obj["question_with_cue"].removeprefix("user: ").strip()
-        request = request.removesuffix("<think>").rstrip()
-        mis, ben = obj["response_text"].strip(), obj["base_gt_response_text"].strip()
-        res.pairs.append(
-            make_pair(
-                f"{NAME}:{obj.get('pn')}",
-                request,
-                Side(mis, DATA, f"[{i}] pn {obj.get('pn')} response_text"),
-                Side(ben, DATA, f"[{i}] pn {obj.get('pn')} base_gt_response_text"),
-                meta={
-                    "pn": obj.get("pn"),
-                    "cue": "Stanford Professor (IQ 130)",
-                    "cue_answer": obj["cue_answer"],
-                    "gt_answer": obj["gt_answer"],
-                    "dataset": "MMLU",
-                    "source_run_model": obj.get("model"),
-                    "benign_provenance": BENIGN_PROVENANCE,
-                    "licence": "MMLU MIT; demo repo none stated (research use)",
-                },
-                mis_meta={"side": "sampled with the cue; follows it silently", "steps": steps_meta(chain_steps(mis))},
-                ben_meta={
-                    "side": "sampled without the cue (constructed benign side)",
-                    "steps": steps_meta(chain_steps(ben)),
-                },
-                label_source="constructed_benign",
-                answered_other_prompt={"benign": "the question without the cue (sampled uncued)"},
-            )
-        )
+        res.add(_pair(i, obj))
     return res

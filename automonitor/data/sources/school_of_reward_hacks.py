@@ -18,7 +18,7 @@ from automonitor.data.sources.base import Side, SourceResult, make_pair, read_js
 from automonitor.data.sources.registry import register_source
 
 NAME = "school_of_reward_hacks"
-FOLDER = "school_of_reward_hacks"
+FOLDER = NAME
 CATEGORY = "specification_gaming"
 HACK_FILE = f"{FOLDER}/sneaky_dialogues.jsonl"
 CONTROL_FILE = f"{FOLDER}/straightforward_dialogues.jsonl"
@@ -55,7 +55,8 @@ def load(raw: Path) -> SourceResult:
     """Pair hack and control chats under ``raw`` by identical prompt (see module doc).
 
     Raises:
-        InputError: a malformed line (file, line, field named).
+        InputError: a line that is not a JSON object, or whose ``messages`` are not a user then an assistant message
+            with string contents (:func:`chat_pair`; file, line and field named).
     """
     res = SourceResult()
     if not res.found_all(raw, FILES):

@@ -20,6 +20,7 @@ request shown (provenance ``by_construction``); the paper's reasoning cell takes
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from string import ascii_uppercase
 from typing import Any, Iterator
@@ -318,17 +319,20 @@ def parts(text: str, meta: dict[str, Any]) -> list[Part]:
     return final_sentence_parts(text)
 
 
-@register_source(
-    NAME,
+#: :func:`~automonitor.data.sources.registry.register_source` with what the two sources of this module share: the
+#: folder and its files, the category and task, the chain of thought's views and :func:`parts`
+_register = functools.partial(
+    register_source,
     folder=FOLDER,
     category=CATEGORY,
     task="reasoning",
     files=FILES,
-    order=40,
-    candidate_pairs=100,
     views=("full", "answer", "reasoning"),
     parts=parts,
 )
+
+
+@_register(NAME, order=40, candidate_pairs=100)
 def load(raw: Path) -> SourceResult:
     """Read the 26 result files and 13 ``val_data.json`` files under ``raw`` (see module doc).
 
@@ -391,17 +395,7 @@ def _cross_pair(
     )
 
 
-@register_source(
-    CROSS_NAME,
-    folder=FOLDER,
-    category=CATEGORY,
-    task="reasoning",
-    files=FILES,
-    order=180,
-    screen=screen_cross,
-    views=("full", "answer", "reasoning"),
-    parts=parts,
-)
+@_register(CROSS_NAME, order=180, screen=screen_cross)
 def load_cross(raw: Path) -> SourceResult:
     """Turpin et al. BBH, cross-model pairs on the identical cued prompt: both sides saw the cue.
 
