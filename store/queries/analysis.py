@@ -329,29 +329,16 @@ def insert_finished_run(
     Raises:
         ValueError: ``monitor`` was not flushed (no id).
     """
-    from store.models import Prediction, Run, utcnow
+    from store.models import Prediction, utcnow
+    from store.queries.runs import add_run
 
-    if monitor.id is None:
-        raise ValueError("the monitor row must be flushed (have an id) before its run is inserted")
     now = utcnow()
     costs = [float(c) if isinstance(c := r.get("cost_usd"), (int, float)) else 0.0 for r in rows]
-    run = Run(
-        id=run_id,
-        monitor_id=monitor.id,
-        monitor=monitor.name,
-        template=template,
-        status=status,
-        kind=kind,
-        params=dict(params),
-        n=len(rows),
-        cost_usd=float(sum(costs)),
-        created_at=now,
-        started_at=now,
-        finished_at=now,
+    run = add_run(
+        session, monitor, run_id=run_id, template=template, kind=kind, status=status, params=params, edition=edition
     )
-    if edition is not None:
-        run.edition = edition
-    session.add(run)
+    run.n, run.cost_usd = len(rows), float(sum(costs))  # the count and cost of its rows
+    run.created_at = run.started_at = run.finished_at = now
     session.flush()
     payload = [
         {

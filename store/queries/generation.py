@@ -1,5 +1,6 @@
-"""Queries for generation runs (``Run.kind == 'generation'``): the pending run, its progress and end, the
-candidate samples a kept item adds, the list of runs.
+"""Queries for generation runs (``Run.kind == 'generation'``; the pending run is inserted like any other, by
+:func:`store.queries.runs.add_run`): its progress and end, the candidate samples a kept item adds, the
+list of runs.
 
 Every function works inside the caller's session/transaction and on both SQLite and PostgreSQL. No
 domain rule lives here: the core (``automonitor.runs.generation``) decides what to write.
@@ -18,33 +19,6 @@ from sqlmodel import Session, col
 from automonitor.vocab import RunStatus
 from store.models import Run, Sample, utcnow
 from store.queries.rowtypes import GenerationStats
-
-
-def add_generation_run(
-    session: Session,
-    *,
-    run_id: str,
-    monitor_id: int,
-    monitor: str,
-    template: str,
-    template_hash: str,
-    n: int,
-    params: dict[str, Any],
-) -> None:
-    """Insert a pending generation ``Run`` (``kind='generation'``) of ``n`` items."""
-    session.add(
-        Run(
-            id=run_id,
-            monitor_id=monitor_id,
-            monitor=monitor,
-            template=template,
-            template_hash=template_hash,
-            status="pending",
-            kind="generation",
-            n=n,
-            params=params,
-        )
-    )
 
 
 def get_generation_run(session: Session, run_id: str) -> Run | None:

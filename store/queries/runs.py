@@ -18,7 +18,7 @@ from sqlalchemy.sql.expression import ClauseElement
 from sqlmodel import Session, col
 
 from automonitor.errors import NotFound
-from automonitor.vocab import OUTCOMES, VERDICT_FIELDS
+from automonitor.vocab import OUTCOMES, VERDICT_FIELDS, RunKind, RunStatus
 from automonitor.timestamps import iso_utc
 from store.models import CacheEntry, Monitor, Prediction, Run, Sample, utcnow
 from store.queries import SAMPLE_KEY, chunks, rows_by_ids, sample_columns, table_of, typed_rows
@@ -90,6 +90,46 @@ def get_or_create_monitor(
             raise
         return other
     return mon
+
+
+def add_run(
+    session: Session,
+    monitor: Monitor,
+    *,
+    run_id: str,
+    template: str,
+    template_hash: str | None = None,
+    kind: RunKind,
+    status: RunStatus,
+    params: Mapping[str, object],
+    n: int = 0,
+    edition: str | None = None,
+) -> Run:
+    """Insert the run ``run_id`` of ``kind`` in ``status`` over ``n`` items by ``monitor`` (a flushed row: the run
+    takes its id and name) and return it, inside the caller's transaction; without ``edition``, the column's default.
+    A measured or generation run starts ``pending``; :func:`store.queries.analysis.insert_finished_run` writes
+    one that is over when written.
+
+    Raises:
+        ValueError: ``monitor`` was not flushed (no id).
+    """
+    if monitor.id is None:
+        raise ValueError("the monitor row must be flushed (have an id) before its run is inserted")
+    run = Run(
+        id=run_id,
+        monitor_id=monitor.id,
+        monitor=monitor.name,
+        template=template,
+        template_hash=template_hash,
+        status=status,
+        kind=kind,
+        n=n,
+        params=dict(params),
+    )
+    if edition is not None:
+        run.edition = edition
+    session.add(run)
+    return run
 
 
 def test_samples(session: Session, edition: str | None = None) -> list[SampleKey]:

@@ -94,18 +94,18 @@ def create_generation(engine: Engine, spec: GenerationSpec) -> str:
 def _insert_run(engine: Engine, job: GenerationJob, n_items: int) -> str:
     """Insert the pending run of a validated job (its generator as the run's monitor, created when
     missing; ``template`` ``gen-<kind>``, the hash of :data:`PROMPT_VERSION`); returns the new run id."""
-    from store.queries.runs import get_or_create_monitor
+    from store.queries.runs import add_run, get_or_create_monitor
 
     run_id = stamped_id("gen", "-")  # gen-YYYYmmdd-HHMMSS-<6 hex> (UTC)
     with session_scope(engine) as s:
-        mon = get_or_create_monitor(s, job["generator"], job["backend"], job["model"], job["base_url"])
-        queries.add_generation_run(
+        add_run(
             s,
+            get_or_create_monitor(s, job["generator"], job["backend"], job["model"], job["base_url"]),
             run_id=run_id,
-            monitor_id=mon.id or 0,  # flushed by get_or_create_monitor: the id is set
-            monitor=job["generator"],
             template=f"gen-{job['kind']}",
             template_hash=hashlib.sha256(PROMPT_VERSION.encode()).hexdigest(),
+            kind="generation",
+            status="pending",
             n=n_items,
             params={
                 "job": job,

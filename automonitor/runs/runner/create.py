@@ -4,7 +4,7 @@ with one pending prediction per sample (and repeat)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Unpack, cast
+from typing import Any, Unpack
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session
@@ -28,7 +28,6 @@ from automonitor.runs.params import (
 from automonitor.runs.runner.options import RunOptions, with_defaults
 from automonitor.runs.sampling import seeded_shuffle, stratified_sample, stratum_counts
 from store import session_scope
-from store.models import Run
 from store.queries.rowtypes import SampleKey
 from store.queries import runs as q
 from store.queries.locks import begin_serialised_write
@@ -245,33 +244,30 @@ def _insert_run(
     """Insert the ``pending`` run and its pending predictions; returns the new run id. ``options``
     (base_url, limit, sample_seed, concurrency) go to ``Run.params`` with the backend, model, template
     version, few-shot ids, judge parameters, backend config, max tokens, strata and controls."""
-    mon = q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, options["base_url"])
     run_id = stamped_id("run")  # run_YYYYmmdd_HHMMSS_<6 hex> (UTC)
-    s.add(
-        Run(
-            id=run_id,
-            monitor_id=cast(int, mon.id),  # set by the flush in get_or_create_monitor
-            monitor=spec.name,
-            template=tpl.name,
-            template_hash=tpl.sha256,
-            status="pending",
-            kind="measured",
-            n=len(sel.ids),
-            edition=edition,
-            params={
-                "backend": spec.backend,
-                "model": backend.model,
-                **options,
-                "template_version": tpl.version,
-                "fewshot": [e.sample_id for e in examples],
-                "judge": judge,
-                "config": backend.cache_params(),
-                "price": backend.price_info().to_json(),
-                "max_tokens": getattr(backend, "max_tokens", None),
-                "strata": stratum_counts(sel.samples, sel.ids),
-                "controls": sel.n_controls,
-            },
-        )
+    q.add_run(
+        s,
+        q.get_or_create_monitor(s, spec.name, spec.backend, spec.model, options["base_url"]),
+        run_id=run_id,
+        template=tpl.name,
+        template_hash=tpl.sha256,
+        kind="measured",
+        status="pending",
+        n=len(sel.ids),
+        edition=edition,
+        params={
+            "backend": spec.backend,
+            "model": backend.model,
+            **options,
+            "template_version": tpl.version,
+            "fewshot": [e.sample_id for e in examples],
+            "judge": judge,
+            "config": backend.cache_params(),
+            "price": backend.price_info().to_json(),
+            "max_tokens": getattr(backend, "max_tokens", None),
+            "strata": stratum_counts(sel.samples, sel.ids),
+            "controls": sel.n_controls,
+        },
     )
     s.flush()
     q.insert_pending(s, run_id, sel.ids, repeats=repeat)
