@@ -140,11 +140,16 @@ def _heads_from_literals() -> tuple[str, ...] | None:
             if isinstance(node, (ast.Assign, ast.AnnAssign)):
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 for t in targets:
-                    if isinstance(t, ast.Name) and t.id in ("revision", "down_revision") and node.value:
-                        try:
-                            found[t.id] = ast.literal_eval(node.value)
-                        except ValueError:
-                            return None
+                    # ``revision = 'b'``, or both at once: ``revision, down_revision = 'b', 'a'``
+                    pairs: list[tuple[ast.expr, ast.expr | None]] = [(t, node.value)]
+                    if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Tuple):
+                        pairs = list(zip(t.elts, node.value.elts))
+                    for name, value in pairs:
+                        if isinstance(name, ast.Name) and name.id in ("revision", "down_revision") and value:
+                            try:
+                                found[name.id] = ast.literal_eval(value)
+                            except ValueError:
+                                return None
         rev, down = found.get("revision"), found.get("down_revision")
         if not isinstance(rev, str) or "down_revision" not in found:
             return None

@@ -60,6 +60,8 @@ def test_the_head_read_from_the_migration_files_is_alembics(tmp_path, monkeypatc
     (versions / "c.py").write_text("revision: str = 'c'\ndown_revision = ('a',)\n")
     monkeypatch.setattr(store_engine, "_MIGRATIONS", tmp_path)
     assert store_engine._heads_from_literals() == ("b", "c")
+    (versions / "e.py").write_text("revision, down_revision = 'e', 'b'\n")  # both on one line
+    assert store_engine._heads_from_literals() == ("c", "e")
     (versions / "d.py").write_text("revision = make_id()\ndown_revision = 'c'\n")
     assert store_engine._heads_from_literals() is None
 

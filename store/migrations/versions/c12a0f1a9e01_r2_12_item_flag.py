@@ -1,6 +1,9 @@
 """item_flag (an annotator flags an assigned item for the admin with a comment)
 
 Create Date: 2026-11-30 21:50:00
+
+A row is one flag: the annotator and the sample (both referenced and indexed), the comment (never empty:
+``ck_item_flag_comment``), when the admin resolved it (NULL while open) and when it was made.
 """
 from alembic import op
 import sqlalchemy as sa
@@ -8,8 +11,7 @@ import sqlalchemy as sa
 from store.migrations.ddl import create_table, drop_table, integer, references, string, text, utc
 
 
-revision = 'c12a0f1a9e01'
-down_revision = '7a3e9c51d2b0'
+revision, down_revision = 'c12a0f1a9e01', '7a3e9c51d2b0'
 
 INDEXES = ('annotator_id', 'sample_id')
 

@@ -1,6 +1,11 @@
 """gold_span (where the misbehavior is in a sample's response)
 
 Create Date: 2026-12-01 20:30:00
+
+A row is one span: the sample (referenced and indexed), the character range ``[start_char, end_char)`` of its
+response (``0 <= start_char < end_char``), its provenance (``from_patch``, ``from_screen``, ``annotated``;
+indexed), the trajectory step it points at (NULL for a plain response) and a note; a sample holds a range of
+one provenance once (``uq_gold_span``).
 """
 from alembic import op
 import sqlalchemy as sa
@@ -8,8 +13,7 @@ import sqlalchemy as sa
 from store.migrations.ddl import create_table, drop_table, integer, references, string, text, utc
 
 
-revision = 'r3_spans'
-down_revision = 'c12a0f1a9e01'
+revision, down_revision = 'r3_spans', 'c12a0f1a9e01'
 
 INDEXES = ('sample_id', 'provenance')
 
