@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Literal, get_args
 
 #: a gold label (misbehavior is the positive class)
@@ -201,50 +203,12 @@ MonitorSeverity = Literal["none", "low", "medium", "high"]
 #: The longest free-text note (label notes, flags, adjudication rationales), in characters.
 MAX_NOTE = 5000
 
-#: Every ``AUTOMONITOR_*`` environment variable the code reads, with what it sets and its default (the
-#: docs' configuration reference is generated from this table; a test holds it equal to the variables the
-#: code of ``automonitor/``, ``store/``, ``pages/`` and ``app.py`` names). API keys are not here: they are
-#: read from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` (environment or Streamlit secrets), never stored.
+#: Every ``AUTOMONITOR_*`` environment variable the code reads, with what it sets and its default, from the
+#: table ``config_vars.json`` beside this module (the docs' configuration reference is generated from it; a test
+#: holds it equal to the variables the code of ``automonitor/``, ``store/``, ``pages/`` and ``app.py`` names).
+#: API keys are not here: they are read from ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` (environment or
+#: Streamlit secrets), never stored.
 CONFIG_VARS: dict[str, tuple[str, str]] = {
-    "AUTOMONITOR_DB": (
-        "SQLAlchemy URL of the store (SQLite or `postgresql+psycopg://...`)",
-        "`sqlite:///automonitor.db`",
-    ),
-    "AUTOMONITOR_RAW": (
-        "directory of the public raw sources (one folder per source)",
-        "`../shared/raw` (from the working directory) when it exists",
-    ),
-    "AUTOMONITOR_ARTIFACTS": ("where trained probe artefacts live (`<dir>/probes`)", "`./artifacts`"),
-    "AUTOMONITOR_CACHE_DIR": (
-        "cache of the audit, the build plan (the 3 newest, ~65 MB each on the full raw data), the adversarial filter, "
-        "the detector ladder, the LoRA base conversion, the reports per store version (`reports/`) and the parts of "
-        "a report kept by their inputs (`memo/`: each run's grounding and intervals, each paired comparison; the "
-        "newest 4,096 per kind)",
-        "`$XDG_CACHE_HOME/automonitor` or `~/.cache/automonitor`",
-    ),
-    "AUTOMONITOR_ERRATA": ("the errata file applied by every build", "`seeds/errata.jsonl`"),
-    "AUTOMONITOR_READINGS": (
-        "the readings of `hard` pairs (a pair enters `hard` only with an `ok` reading)",
-        "`automonitor/data/hard_readings.jsonl`",
-    ),
-    "AUTOMONITOR_MAX_IMPORT_MB": ("largest import file accepted, in MB", "256"),
-    "AUTOMONITOR_QUEUE_MISSING_SPANS": (
-        "`1`: an agreed misbehavior where one annotator marked no span goes to adjudication",
-        "off (a span is optional)",
-    ),
-    "AUTOMONITOR_LOG_DIR": ("where detached runs write their logs (`RUN_ID.log`)", "`$TMPDIR/automonitor-runs`"),
-    "AUTOMONITOR_PROGRESS_EVERY_S": (
-        "seconds between two progress lines of `automonitor run` when stderr is not a terminal (a log, a pipe)",
-        "20",
-    ),
-    "AUTOMONITOR_SESSION_HOURS": ("lifetime of a login session, in hours", "12"),
-    "AUTOMONITOR_SESSION_SECRET": ("the key that signs login-session cookies", "a generated file's content"),
-    "AUTOMONITOR_SECRET_FILE": ("the file holding the generated session key", "`~/.config/automonitor/session-secret`"),
-    "AUTOMONITOR_INSECURE_TEST_HASHES": (
-        "`1`: cheap password hashes, set by the test suite only; never for a real store",
-        "off (argon2id, RFC 9106 low-memory)",
-    ),
-    "AUTOMONITOR_LLAMA_EXTRA_BUFTS": ("`1`: force llama.cpp's extra buffer types on", "on only without AMX"),
-    "AUTOMONITOR_TORCH_THREADS": ("torch threads of the LoRA probe", "2"),
-    "AUTOMONITOR_LLAMACPP_THREADS": ("CPU threads of the `llamacpp` judge (`--param n_threads` sets one run's)", "2"),
+    name: (var["what"], var["default"])
+    for name, var in json.loads(Path(__file__).with_name("config_vars.json").read_text(encoding="utf-8")).items()
 }
