@@ -10,25 +10,19 @@ from pages._ui import nav as navigation
 # through app.py's navigation at once, instead of listing the pages/ files while this page imports
 navigation.ensure_navigation()
 
-import pandas as pd
 import streamlit as st
 
-from automonitor.analysis import metrics, report_format
-from automonitor.views import report_html
-from automonitor import views, vocab
 from automonitor.views.page_index import Nav
 from pages._ui import auth
 from pages._ui import data as loaders
-from pages._ui import url_state
-from pages._ui import widgets as ui
-from pages._ui import derived_ui
-from pages._ui import plot_size
 
 PAGE = "tradeoff"
 NAV = Nav(title="Trade-off", icon=":material/scatter_plot:", order=30, access="workbench")
 auth.require_workbench()
 ALL = "all"
 COST_STEPS = [0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0]
+#: the status line a session sees under the title until the plane is drawn, the first time it shows a store version
+LOADING = "Loading the runs and their report for the plane…"
 
 # the Options popover sits on the title's row: the filter row below then has room at 1280 px for the
 # Category options, both templates' chips and the "Unscored outcomes" label (tests/e2e/test_run_labels_browser.py)
@@ -36,11 +30,31 @@ head, f5 = st.columns([5.2, 1], vertical_alignment="bottom")
 head.title("Safety-utility trade-off")
 
 url, ver = loaders.db_url(), loaders.version()
+# a session's first run on a store version loads (and on a fresh server imports and computes) for seconds before
+# the plane: a status line says so at once, drawn before the page's heavier imports and loads, and is taken away
+# once the plane is drawn (an emptied placeholder takes no room); later reruns on that version are quick and
+# show none (no line appearing and going on every click)
+_drawn_key = f"{PAGE}.drawn_version"
+loading = st.empty()
+if st.session_state.get(_drawn_key) != ver:
+    loading.status(LOADING, state="running")
+
+import pandas as pd  # after the status line: a fresh server's first run imports them for ~1 s
+
+from automonitor.analysis import metrics, report_format
+from automonitor.views import report_html
+from automonitor import views, vocab
+from pages._ui import url_state
+from pages._ui import widgets as ui
+from pages._ui import derived_ui
+from pages._ui import plot_size
+
 # the detector ladder's runs (cheap detectors the build writes, kind ladder) are off the plane by default
 lad_key = url_state.seed_state(PAGE, "ladder", False, valid=[True], cast=lambda v: v == "1")
 show_ladder = bool(st.session_state.get(lad_key, False))
 runs = loaders.load_runs(url, ver, show_ladder)
 if runs.empty:
+    loading.empty()
     ui.empty_store_notice("runs")
     st.stop()
 
@@ -195,6 +209,8 @@ with st.container(gap=None):  # the measuring component takes no room above the 
         width="stretch",
         config={"displaylogo": False},
     )
+loading.empty()  # the plane is drawn
+st.session_state[_drawn_key] = ver
 hover_only = views.hover_only_note(views.hover_only_labels(fig))
 if hover_only:
     st.caption(hover_only)

@@ -177,3 +177,44 @@ def test_a_returning_browser_lays_the_labels_out_on_the_first_run(browser, serve
         assert plane["laid"] == first["laid"] and _faults(plane) == []
     finally:
         ctx.close()
+
+
+#: records, in every page of a context, when the Trade-off page's loading status line and the plane's first run
+#: marker were first in the document (``performance.now()`` ms), from a mutation observer added before the page's
+#: own scripts
+_FIRST_SEEN_JS = """(() => {
+  if (window.top !== window) return;
+  window.__amSeen = {};
+  const note = () => {
+    const seen = window.__amSeen, t = performance.now();
+    if (seen.status === undefined && document.body && document.body.textContent.includes(%r)) seen.status = t;
+    if (seen.plane === undefined && document.querySelector('.js-plotly-plot .scatterlayer .point')) seen.plane = t;
+  };
+  const watch = () => new MutationObserver(note).observe(document.documentElement,
+    {subtree: true, childList: true, characterData: true});
+  if (document.documentElement) watch(); else document.addEventListener('DOMContentLoaded', watch);
+})()"""
+
+
+#: the status line's words (pages/tradeoff.py's LOADING, as the reader sees them)
+LOADING = "Loading the runs and their report for the plane…"
+
+
+def test_a_cold_first_load_says_it_is_loading_before_the_plane(browser, server, app_factory):
+    """A fresh server's first load of the page imports and computes for seconds before the plane (issue 38): the
+    page says at once that it is loading (a status line under the title), before the plane is drawn, and the
+    line is gone once it is."""
+    fresh = app_factory(server.db_url)  # a freshly started server: the page's first run is cold
+    page = new_page(browser, width=1280, height=720)
+    try:
+        page.context.add_init_script(_FIRST_SEEN_JS % LOADING)
+        page.goto(f"{fresh.url}/tradeoff")
+        page.wait_for_selector(".js-plotly-plot .scatterlayer .point", timeout=120_000)
+        wait_app(page, timeout=120_000)
+        seen = page.evaluate("() => window.__amSeen")
+        assert "status" in seen, seen  # the line was drawn
+        assert seen["status"] < seen["plane"], seen  # before the plane
+        expect(page.get_by_text(LOADING)).to_have_count(0)  # and taken away once the plane is drawn
+        assert page.locator('[data-testid="stException"]').count() == 0
+    finally:
+        page.context.close()
