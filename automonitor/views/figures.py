@@ -813,15 +813,16 @@ def place_labels(
     walls = [
         (min(a, c) * sx - lp, min(b, d) * sy - lp, max(a, c) * sx + lp, max(b, d) * sy + lp) for a, b, c, d in lines
     ]
-    placed: list[tuple[float, float, float, float]] = []
-    out: list[tuple[str, str] | None] = [None] * n
-    for i in order if order is not None else range(n):
+    # every position a label may take whatever the other labels do (inside the plot, off the front's line, nearer
+    # its own point than any other, off the other markers), in the order it prefers them
+    cands: list[list[tuple[str, str, tuple[float, float, float, float]]]] = [[] for _ in range(n)]
+    for i in range(n):
         text = str(texts[i])
         if not text:
             continue
-        cands = [preferred[i]] + [f"{v} {h}" for v in _VERTS for h in _HORIZS if (v, h) != ("middle", "center")]
+        pos_order = [preferred[i]] + [f"{v} {h}" for v in _VERTS for h in _HORIZS if (v, h) != ("middle", "center")]
         forms = [text] + ([t] if wrap and (t := two_lines(text)) else [])
-        tries = [(form, pos) for form in forms for pos in dict.fromkeys(cands)]  # preferred first, no repeats
+        tries = [(form, pos) for form in forms for pos in dict.fromkeys(pos_order)]  # preferred first, no repeats
         for form, pos in tries:
             rows = form.split("\n")
             width = LABEL_CHAR_PX * max(len(row) for row in rows)
@@ -833,17 +834,64 @@ def place_labels(
             box = label_box(pos, *px[i], width, len(rows))
             if not (lo_x <= box[0] and box[2] <= hi_x and lo_y <= box[1] and box[3] <= hi_y):
                 continue  # plotly clips a label at the plot's border
-            if any(_overlap(box, b) for b in placed):
-                continue
             if any(_overlap(box, w) for w in walls):
                 continue  # over the Pareto front's line
             near = box_distance(box, *px[i]) + LABEL_CLEAR_PX
             if any(box_distance(box, *px[j]) < max(near, radius[j] + 1) for j in apart[i]):
                 continue
-            out[i] = (pos, form)
-            placed.append(box)
-            break
+            cands[i].append((pos, form, box))
+    seq = [i for i in (order if order is not None else range(n)) if cands[i]]
+    choice = _most_labels(seq, cands)
+    out: list[tuple[str, str] | None] = [None] * n
+    for i, k in choice.items():
+        out[i] = (cands[i][k][0], cands[i][k][1])
     return out
+
+
+#: How many partial layouts :func:`_most_labels` may try before it keeps the best found (a plane of a few dozen
+#: labels is solved well within it; a crowded one keeps at least the greedy layout).
+LABEL_SEARCH_NODES = 1_000
+
+
+def _most_labels(
+    seq: Sequence[int], cands: Sequence[Sequence[tuple[str, str, tuple[float, float, float, float]]]]
+) -> dict[int, int]:
+    """The candidate (index into ``cands[i]``) of each label of ``seq`` that gets one, so that no two chosen boxes
+    overlap and as many labels as possible are placed: a depth-first search over the labels in ``seq``'s order,
+    each trying its candidates in its order of preference before going without, cut where it cannot beat the
+    best layout found (branch and bound) or after :data:`LABEL_SEARCH_NODES` steps. Its first complete layout is
+    the greedy one (each label its first free candidate), so the result never places fewer; among layouts that
+    place as many, the first found keeps the earlier labels (the Pareto front's) at their preferred places."""
+    n = len(seq)
+    best: list[dict[int, int]] = [{}]
+    chosen: dict[int, int] = {}
+    boxes: list[tuple[float, float, float, float]] = []
+    budget = [LABEL_SEARCH_NODES]
+
+    def walk(k: int) -> bool:  # True: stop searching (all placed, or out of budget)
+        if len(chosen) + (n - k) <= len(best[0]):
+            return False  # cannot place more than the best layout found
+        if k == n:
+            best[0] = dict(chosen)
+            return len(chosen) == n
+        budget[0] -= 1
+        if budget[0] < 0:
+            return True
+        i = seq[k]
+        for c, (_, _, box) in enumerate(cands[i]):
+            if any(_overlap(box, b) for b in boxes):
+                continue
+            chosen[i] = c
+            boxes.append(box)
+            done = walk(k + 1)
+            boxes.pop()
+            del chosen[i]
+            if done:
+                return True
+        return walk(k + 1)  # this label without a place
+
+    walk(0)
+    return best[0]
 
 
 def _operating_trace(label: str, color: str, op: Mapping[str, float]) -> go.Scatter | None:
