@@ -7,6 +7,7 @@ import random
 
 import numpy as np
 import pandas as pd
+import pytest
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.model_selection import GroupKFold
 
@@ -41,6 +42,24 @@ def test_term_numbers_give_the_plain_vectorizers_arrays():
             ours = terms.vectorizer(**extra)
             _same(plain.fit_transform([texts[i] for i in tr]), ours.fit_transform([docs[i] for i in tr]))
             _same(plain.transform([texts[i] for i in ts]), ours.transform([docs[i] for i in ts]))
+            # the training texts scored again, and every text (terms unseen in the fit are dropped)
+            _same(plain.transform([texts[i] for i in tr]), ours.transform([docs[i] for i in tr]))
+            _same(plain.transform(texts), ours.transform(docs))
+
+
+def test_term_numbers_refuse_what_the_plain_vectorizer_refuses():
+    """No term at all, or none left after ``min_df``: both raise ``ValueError`` (the ladder and the certificate
+    then score nothing), with scikit-learn's words."""
+    params = {"analyzer": "char_wb", "ngram_range": (3, 5)}
+    for texts, extra, words in (
+        (["", " ", ""], {"min_df": 1, "max_features": 30_000}, "empty vocabulary"),
+        (["xyz", "bcd", "fgh"], {"min_df": 2, "max_features": 30_000}, "no terms remain"),
+    ):
+        terms = TermIds(TfidfVectorizer(**params).build_analyzer(), texts)
+        with pytest.raises(ValueError, match=words):
+            TfidfVectorizer(**params, **extra).fit_transform(texts)
+        with pytest.raises(ValueError, match=words):
+            terms.vectorizer(**extra).fit_transform(list(range(len(texts))))
 
 
 def test_char_ngram_cv_with_the_frames_terms_is_the_plain_fit():
