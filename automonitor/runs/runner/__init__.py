@@ -35,8 +35,9 @@ bounded queue, so a run of 100,000 samples holds about one page of samples in me
 (``last_execution.stream`` records pages read, largest page and queue bound).
 
 Every judged sample is committed as soon as it completes by a single writer thread (group commit of
-whatever is queued, at most ~50 ms after it arrives), in the same transaction as its cache entry and the
-run's call counters. A
+whatever is queued, at most ~0.1 s plus one commit after it arrives), in the same transaction as its cache
+entry and the run's hit counter; requests are counted in the run's ``api_calls`` as they are sent, by a
+commit of their own when rows are waiting for the group commit, never after their answers. A
 prediction is only ever updated while still pending, so nothing is judged twice; a run killed at any
 moment (SIGKILL included) keeps every committed verdict, and ``automonitor run --resume RUN_ID``
 judges exactly the predictions still pending. A lease (pid, host, heartbeat in ``Run.params``) stops

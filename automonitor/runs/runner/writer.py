@@ -91,9 +91,14 @@ class ResultWriter(threading.Thread):
                 self._release()
 
     def _loop(self) -> None:
-        """The writer's loop (see :meth:`run`)."""
+        """The writer's loop (see :meth:`run`). Requests counted as sent (entries of no row: :meth:`put_calls`)
+        that reach an idle writer are committed at once, alone; rows wait until :attr:`min_interval` has passed
+        since the last commit of rows, and whatever is queued by then (rows and counts) goes in one commit. A
+        commit of counts alone changes one row (the run's counters), while rows that rode along with it would
+        split the group commit: each small group rewrites pages (the prediction and cache tables and their
+        indexes) that the next group rewrites again."""
         stop = False
-        last = 0.0
+        last = 0.0  # the last commit of rows (time.monotonic())
         while not stop:
             try:
                 item = self.q.get(timeout=HEARTBEAT_S)
@@ -105,33 +110,39 @@ class ResultWriter(threading.Thread):
                     self.error = exc
                     return
                 continue
-            wait = self.min_interval - (time.monotonic() - last)
-            if wait > 0 and item is not None and item[0] is not None:
-                time.sleep(wait)
-            last = time.monotonic()
-            batch, stop = self._group(item)
-            if batch:
-                try:
+            batch: list[Entry] = []
+            stop = item is None or self._group(item, batch)
+            try:
+                if any(e[0] is not None or e[1] is not None for e in batch):
+                    wait = self.min_interval - (time.monotonic() - last)
+                    if wait > 0 and not stop:
+                        counts = [e for e in batch if e[0] is None and e[1] is None]
+                        if counts:  # the requests counted now are committed at once; the rows wait
+                            self._write(counts)
+                            batch = [e for e in batch if e[0] is not None or e[1] is not None]
+                        time.sleep(wait)
+                        stop = self._group(None, batch)
+                    last = time.monotonic()
+                if batch:
                     self._write(batch)
-                except BaseException as exc:  # noqa: BLE001
-                    self.error = exc
-                    return
+            except BaseException as exc:  # noqa: BLE001
+                self.error = exc
+                return
 
-    def _group(self, first: Entry | None) -> tuple[list[Entry], bool]:
-        """``first`` and whatever else is queued now (at most :data:`MAX_GROUP`); True when the stop mark (None) was seen."""
-        batch: list[Entry] = []
-        if first is None:
-            return batch, True
-        batch.append(first)
+    def _group(self, first: Entry | None, batch: list[Entry]) -> bool:
+        """Append ``first`` (unless None) and whatever else is queued now to ``batch`` (at most :data:`MAX_GROUP`
+        in all); True when the stop mark (None) was seen."""
+        if first is not None:
+            batch.append(first)
         while len(batch) < MAX_GROUP:
             try:
                 nxt = self.q.get_nowait()
             except queue_mod.Empty:
                 break
             if nxt is None:
-                return batch, True
+                return True
             batch.append(nxt)
-        return batch, False
+        return False
 
     def _write(self, batch: list[Entry]) -> None:
         """One transaction: prediction updates, cache inserts, counters, maybe the heartbeat."""
