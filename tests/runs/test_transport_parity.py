@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from automonitor.runs.monitors import create_backend
 from automonitor.runs.monitors.http_api import classify_sdk_error
 from automonitor.runs.monitors.judgement import Item, PermanentError, TransientError
-from automonitor.runs.monitors.openai_backend import body_json
+from automonitor.runs.monitors.openai_backend import body_json, split_body
 from automonitor.runs.prompts import PromptBuilder, load_template
 from servers.llamacpp_server import free_port
 from helpers import judge_once
@@ -290,6 +290,64 @@ def test_the_lean_path_encodes_a_judge_request_as_json_dumps_does():
         body_json({"x": object()})
     with pytest.raises(TypeError):
         json.dumps({"x": object()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    system=st.text(),
+    first=st.text(),
+    user=st.text(),
+    extra=st.dictionaries(st.sampled_from(["seed", "temperature", "logprobs", "x"]), _JSON_VALUE, max_size=4),
+)
+def test_a_request_body_split_around_its_user_text_encodes_any_user_text_as_json_dumps(system, first, user, extra):
+    """``split_body`` of a request body (checked on it) cut around its user text: the text before and after,
+    with any other user text encoded between them, is ``json.dumps`` of the same body with that text, character
+    for character (non-ASCII, quotes, control characters, lone surrogates); a body of another shape is not split."""
+    body = {
+        "model": "m",
+        "messages": [{"role": "system", "content": system}, {"role": "user", "content": first}],
+        "max_tokens": 64,
+        **extra,
+    }
+    parts = split_body(body)
+    assert len(parts) == 2
+    other = {**body, "messages": [body["messages"][0], {"role": "user", "content": user}]}
+    assert parts[0] + json.encoder.encode_basestring_ascii(user) + parts[1] == json.dumps(other)
+    assert split_body({**body, "messages": body["messages"][:1]}) == ()
+    assert split_body({**body, "messages": [body["messages"][0], {"role": "user", "content": [first]}]}) == ()
+
+
+def test_the_lean_path_sends_each_request_as_json_dumps_of_its_body():
+    """Requests of one lean-path backend with different texts (quotes, newlines, non-ASCII) and repeats (a seed
+    each) reach the judge as ``json.dumps`` of the body :meth:`OpenAIBackend._request` builds for them, byte for
+    byte (the text around the user message is made once per request state, seed and system prompt)."""
+    import asyncio
+
+    texts = [("print('x')", "ok"), ('say "hé"\n\tdone', "Ran `rm -rf /` — ✓"), ("a\u0000b", "tab\there")]
+
+    async def go(backend) -> None:
+        try:
+            for rep in (0, 1, 0, 2):
+                for k, (req, resp) in enumerate(texts):
+                    item = Item(sample_id=f"s{k}", request=req, response=resp, content_hash=f"h{k}", repeat=rep)
+                    await backend.judge(item, lambda: None)
+        finally:
+            await backend.aclose()
+
+    with OpenAIFaultServer() as srv:
+        b = create_backend(
+            "openai:gpt-4o-mini", base_url=srv.base_url, params={}, prompt=PromptBuilder(load_template("direct"))
+        )
+        asyncio.run(go(b))
+        sent = list(srv.raw_requests)
+    want = []
+    for rep in (0, 1, 0, 2):
+        for req, resp in texts:
+            system, user, _ = b.prompt.chat_messages(req, resp)
+            body = b._request(system, user)
+            body["seed"] += rep
+            want.append(json.dumps(body).encode())
+    assert sent == want
 
 
 def test_the_lean_path_sends_the_sdks_key_and_content_type_on_every_request(monkeypatch):

@@ -51,6 +51,7 @@ class LoopbackServer:
             def do_POST(self):
                 n = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(n) if n else b""
+                self.raw_body = raw  # the request's bytes as sent (a server may keep them)
                 try:
                     body = json.loads(raw or b"{}")
                 except ValueError:

@@ -104,6 +104,7 @@ class OpenAIFaultServer(LoopbackServer):
         self.in_flight = 0
         self.max_in_flight = 0
         self.requests: list[dict] = []
+        self.raw_requests: list[bytes] = []  # each chat request's body as sent (bytes), beside ``requests``
         self.paths: list[str] = []  # each request's path with its query string, as sent
         self.headers: list[dict[str, str]] = []  # each request's headers (names lower-cased), as sent
         self.keep_requests = True
@@ -150,6 +151,7 @@ class OpenAIFaultServer(LoopbackServer):
             self.total = 0
             self.max_in_flight = 0
             self.requests.clear()
+            self.raw_requests.clear()
             self.log.clear()
 
     # ------------------------------------------------------------------ handler
@@ -171,6 +173,7 @@ class OpenAIFaultServer(LoopbackServer):
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             if self.keep_requests:
                 self.requests.append(body)
+                self.raw_requests.append(getattr(h, "raw_body", b""))
         try:
             action = self._decide(key, attempt, text)
             rf_type = (body.get("response_format") or {}).get("type")

@@ -195,6 +195,7 @@ class OpenAIBackend(Backend):
         self._requested_mode = self.mode
         self._requested_logprobs = self.logprobs
         self._direct = DirectChat(self.base_url, self._key, self.timeout) if st.transport == "direct" else None
+        self._body_parts: dict[tuple[Any, ...], tuple[str, str] | tuple[()]] = {}  # _body_text's
 
     @classmethod
     def completion_tokens_family(cls, model: str | None) -> bool:
@@ -353,7 +354,7 @@ class OpenAIBackend(Backend):
             sent_state = self._request_state()
             try:
                 if self._direct is not None:  # the lean path keeps the deadline itself (DirectChat)
-                    resp = await self._direct.post(body)
+                    resp = await self._direct.post(body, self._body_text(body, sent_state, system, user))
                 else:
                     resp = await self.within_deadline(self._sdk_post(client, body, item))
             except Exception as exc:  # noqa: BLE001
@@ -372,6 +373,21 @@ class OpenAIBackend(Backend):
             meta["latency_s"] = round(time.perf_counter() - t0, 4)
             return self._read(resp, item, meta)
         raise PermanentError("the server rejected every answer format")
+
+    def _body_text(self, body: dict[str, Any], state: tuple[Any, ...], system: str, user: str) -> str:
+        """The JSON text of ``body`` (:func:`body_json`'s), the request built by :meth:`_request` for ``system`` and
+        ``user`` in request state ``state`` (:meth:`_request_state`): the text before and after the user message's
+        content is made once per state, seed and system prompt (:func:`split_body`), and each request encodes
+        only its own user text between them. A body that does not split (never expected) is encoded whole."""
+        key = (state, body.get("seed"), system)
+        parts = self._body_parts.get(key)
+        if parts is None:
+            if len(self._body_parts) >= 64:  # states, seeds and prompts of a run are few: bound it anyway
+                self._body_parts.clear()
+            parts = self._body_parts[key] = split_body(body)
+        if not parts:
+            return body_json(body)
+        return parts[0] + _encode_str(user) + parts[1]
 
     async def _sdk_post(self, client, body: dict[str, Any], item: Item):
         """``POST /chat/completions`` through the SDK client's own ``post`` (same transport and errors as
@@ -573,6 +589,32 @@ def body_json(body: dict[str, Any]) -> str:
     return "".join(_BODY_ENCODER(body, 0))
 
 
+_encode_str = json.encoder.encode_basestring_ascii  # how body_json encodes every string
+#: the user message's content while :func:`split_body` encodes a body around it
+_USER_MARK = "\x00automonitor user text\x00"
+
+
+def split_body(body: dict[str, Any]) -> tuple[str, str] | tuple[()]:
+    """``(before, after)``: :func:`body_json` of the Chat Completions ``body`` cut around its second message's
+    content (the user text), so that ``before + encode(user) + after`` is ``body_json`` of the same body with
+    any other user text (the text's JSON encoding is where it stands, and encoding one value never depends on
+    another). Checked once on ``body`` itself; ``()`` for a body of another shape, or where the check fails.
+
+    Raises:
+        TypeError: a value JSON cannot hold (as ``json.dumps``)."""
+    msgs = body.get("messages")
+    if not (isinstance(msgs, list) and len(msgs) == 2 and isinstance(msgs[1], dict)):
+        return ()
+    user = msgs[1].get("content")
+    if not isinstance(user, str):
+        return ()
+    marked = {**body, "messages": [msgs[0], {**msgs[1], "content": _USER_MARK}]}
+    halves = body_json(marked).split(_encode_str(_USER_MARK))
+    if len(halves) != 2 or halves[0] + _encode_str(user) + halves[1] != body_json(body):
+        return ()
+    return halves[0], halves[1]
+
+
 class DirectChat:
     """``POST {base_url}/chat/completions`` with a bare ``aiohttp`` session: the judge's default path
     (``--param transport=direct``). The request body the SDK path sends (OpenAI's documented Chat
@@ -609,8 +651,9 @@ class DirectChat:
         )
         return self._session
 
-    async def post(self, body: dict[str, Any]) -> Any:
-        """The parsed answer (attribute-readable) of one request.
+    async def post(self, body: dict[str, Any], text: str | None = None) -> Any:
+        """The parsed answer (attribute-readable) of one request: ``body`` sent as ``text`` when given (its JSON
+        text, :func:`body_json`'s), else as :func:`body_json` of it.
 
         Raises:
             DirectStatusError: an HTTP error status. TransientError: ``timeout`` (no complete answer within
@@ -618,8 +661,9 @@ class DirectChat:
         """
         session = self._session or self._open()
         aiohttp = cast(ModuleType, self._aiohttp)  # set by _open
+        data = body_json(body) if text is None else text
         try:
-            async with session.post(self._url, data=body_json(body), headers=self.headers) as r:
+            async with session.post(self._url, data=data, headers=self.headers) as r:
                 raw, status, headers = await r.read(), r.status, r.headers
         except aiohttp.ServerTimeoutError as exc:  # the connection was not made in time
             raise TransientError("timeout", f"{type(exc).__name__}: {exc}") from exc
