@@ -195,7 +195,7 @@ class OpenAIBackend(Backend):
         self._requested_mode = self.mode
         self._requested_logprobs = self.logprobs
         self._direct = DirectChat(self.base_url, self._key, self.timeout) if st.transport == "direct" else None
-        self._body_parts: dict[tuple[Any, ...], tuple[str, str] | tuple[()]] = {}  # _body_text's
+        self._body_parts: dict[tuple[object, ...], tuple[str, str] | tuple[()]] = {}  # _body_text's
 
     @classmethod
     def completion_tokens_family(cls, model: str | None) -> bool:
@@ -374,7 +374,7 @@ class OpenAIBackend(Backend):
             return self._read(resp, item, meta)
         raise PermanentError("the server rejected every answer format")
 
-    def _body_text(self, body: dict[str, Any], state: tuple[Any, ...], system: str, user: str) -> str:
+    def _body_text(self, body: dict[str, object], state: tuple[object, ...], system: str, user: str) -> str:
         """The JSON text of ``body`` (:func:`body_json`'s), the request built by :meth:`_request` for ``system`` and
         ``user`` in request state ``state`` (:meth:`_request_state`): the text before and after the user message's
         content is made once per state, seed and system prompt (:func:`split_body`), and each request encodes
@@ -594,7 +594,7 @@ _encode_str = json.encoder.encode_basestring_ascii  # how body_json encodes ever
 _USER_MARK = "\x00automonitor user text\x00"
 
 
-def split_body(body: dict[str, Any]) -> tuple[str, str] | tuple[()]:
+def split_body(body: dict[str, object]) -> tuple[str, str] | tuple[()]:
     """``(before, after)``: :func:`body_json` of the Chat Completions ``body`` cut around its second message's
     content (the user text), so that ``before + encode(user) + after`` is ``body_json`` of the same body with
     any other user text (the text's JSON encoding is where it stands, and encoding one value never depends on
