@@ -18,7 +18,7 @@ RATCHET: dict[str, int] = {
     "automonitor/analysis": 21,
     "automonitor/annotation": 1,
     "automonitor/cli": 26,
-    "automonitor/data": 182,
+    "automonitor/data": 181,
     "automonitor/runs": 138,
     "automonitor/views": 21,
     "pages": 23,

@@ -23,8 +23,10 @@ from automonitor.errors import InputError
 from automonitor.data.records import json_objects
 
 
+#: one object of a raw source file as parsed from JSON, before its fields are checked (:func:`need_str`)
+Record = dict[str, Any]
 #: a JSON object read from a raw file with its 1-based line (or its index in a JSON list)
-Numbered = tuple[int, dict[str, Any]]
+Numbered = tuple[int, Record]
 
 
 @dataclass(kw_only=True)
@@ -284,7 +286,7 @@ def read_json_list(raw: Path, path: Path) -> list[tuple[int, Any]]:
         raise bad("invalid JSON: expected ',' or ']' after an array item", i)
 
 
-def need_str(obj: dict[str, Any], key: str, raw: Path, path: Path, line: int | None) -> str:
+def need_str(obj: Record, key: str, raw: Path, path: Path, line: int | None) -> str:
     """``obj[key]`` as a string.
 
     Raises:

