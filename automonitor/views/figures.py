@@ -808,6 +808,9 @@ def place_labels(
     # one centre by honest_points: their labels point away from it, each into its own quadrant)
     at = list(centers) if centers is not None else px
     apart = [[j for j in range(n) if j != i and at[j] != at[i] and px[j] != px[i]] for i in range(n)]
+    # the coincident runs spread around its own centre: only its preferred place (its own quadrant, away from
+    # the centre) may lie over their markers; any other place must keep clear of them too
+    siblings = [[j for j in range(n) if j != i and at[j] == at[i] and px[j] != px[i]] for i in range(n)]
     radius = [float(r) for r in radii] if radii is not None else [LABEL_MARKER_PX] * n
     lp = LABEL_LINE_PAD_PX
     walls = [
@@ -839,6 +842,8 @@ def place_labels(
             near = box_distance(box, *px[i]) + LABEL_CLEAR_PX
             if any(box_distance(box, *px[j]) < max(near, radius[j] + 1) for j in apart[i]):
                 continue
+            if pos != preferred[i] and any(box_distance(box, *px[j]) < radius[j] + 1 for j in siblings[i]):
+                continue  # off its own quadrant, over a spread sibling's marker
             cands[i].append((pos, form, box))
     seq = [i for i in (order if order is not None else range(n)) if cands[i]]
     choice = _most_labels(seq, cands)

@@ -322,3 +322,41 @@ def test_a_label_left_out_had_no_free_place(extra):
                 if c[0] == r["run_id"]
             )
             assert "" not in _why_not(fig, x, y, r["label"]), r["label"]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.sampled_from([(0.0, 1.0), (0.5, 0.5), (1.0, 0.0), (0.3, 0.7)]),
+    st.integers(2, 4),
+    st.lists(st.tuples(st.floats(0.02, 0.98), st.floats(0.02, 0.98)), max_size=5),
+    st.lists(
+        st.sampled_from(["ok direct", "slowok direct", "good-one direct", "tfidf-lr direct [answer]"]),
+        min_size=9,
+        max_size=9,
+    ),
+)
+def test_a_label_off_its_own_quadrant_keeps_clear_of_its_coincident_siblings_markers(centre, k, extra, names):
+    """Trial 52: three coincident runs near (0, 1), spread apart around one centre, drew "slowok direct" over its
+    sibling's marker: a label of a spread run may lie over a sibling's marker only in its own quadrant (the
+    preferred place, pointing away from the centre); any other place the layout search picks keeps clear of it."""
+    d = 0.012
+    spread = [(-d, -d), (d, d), (d, -d), (-d, d)][:k]
+    x = [min(1.0, max(0.0, centre[0] + a)) for a, _ in spread] + [a for a, _ in extra]
+    y = [min(1.0, max(0.0, centre[1] + b)) for _, b in spread] + [b for _, b in extra]
+    centers = [centre] * k + list(extra)
+    texts = names[: len(x)]
+    placed = f.place_labels(x, y, texts, centers=centers)
+    preferred = f.label_positions(x, y, centers=centers)
+    sx, sy = (f.LABEL_PLOT_PX[0] / f.LABEL_AXIS_SPAN, f.LABEL_PLOT_PX[1] / f.LABEL_AXIS_SPAN)
+    px = [(a * sx, b * sy) for a, b in zip(x, y)]
+    for i, got in enumerate(placed):
+        if got is None or got[0] == preferred[i]:
+            continue
+        rows = got[1].split("\n")
+        box = f.label_box(got[0], *px[i], f.LABEL_CHAR_PX * max(len(r) for r in rows), len(rows))
+        over = [
+            j
+            for j in range(len(x))
+            if j != i and px[j] != px[i] and f.box_distance(box, *px[j]) < f.LABEL_MARKER_PX + 1
+        ]
+        assert not over, (texts[i], got, [texts[j] for j in over])
