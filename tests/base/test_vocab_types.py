@@ -123,7 +123,7 @@ def _strings(node: ast.AST | None) -> list[str]:
 def _uses(tree: ast.AST) -> list[tuple[int, str, str]]:
     """``(line, field, string)`` for every string literal the module compares with or assigns to a run's
     kind or status or to an error kind, or passes as one (``release(status=...)``, ``finish_run``,
-    ``Run(kind=..., status=...)``, ``error_row(kind)``, a dict's ``"error_kind"``)."""
+    ``Run(kind=..., status=...)``, ``add_run(kind=..., status=...)``, ``error_row(kind)``, a dict's ``"error_kind"``)."""
     out: list[tuple[int, str, str]] = []
 
     def add(line: int, found: tuple[str, str] | None, value: ast.AST | None) -> None:
@@ -151,7 +151,7 @@ def _uses(tree: ast.AST) -> list[tuple[int, str, str]]:
             if name in ("release", "finish_run", "_finish") and len(node.args) >= 3:
                 add(node.lineno, ("status", "run"), node.args[2])
             for kw in node.keywords:
-                if kw.arg in ("kind", "status") and (name in ("Run", "release", "finish_run", "_finish")):
+                if kw.arg in ("kind", "status") and (name in ("Run", "add_run", "release", "finish_run", "_finish")):
                     add(node.lineno, (kw.arg, "run"), kw.value)
     return out
 
