@@ -591,7 +591,7 @@ def body_json(body: dict[str, Any]) -> str:
 
 _encode_str = json.encoder.encode_basestring_ascii  # how body_json encodes every string
 #: the user message's content while :func:`split_body` encodes a body around it
-_USER_MARK = "\x00automonitor user text\x00"
+_USER_MARK = "\x00user-text-mark\x00"
 
 
 def split_body(body: dict[str, object]) -> tuple[str, str] | tuple[()]:
