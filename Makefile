@@ -13,7 +13,8 @@ PIP_FLAGS ?=
 export AUTOMONITOR_RAW ?= $(abspath ../shared/raw)
 PORT ?= 8501
 DEMO_LOG ?= demo-llm.log
-# the background phase's pid (the Runs page says the phase runs only while it is alive)
+# the background phase's pid and the store it fills (the Runs page says the phase runs only while it is alive
+# and only when it shows that store)
 DEMO_PID ?= demo-llm.pid
 # every pip install into $(VENV) holds this lock (the demo's background install and `make test` never mix)
 LOCKED := bash scripts/with_install_lock.sh $(VENV).install.lock
@@ -48,7 +49,7 @@ demo: $(VENV)/.core
 	bash scripts/ensure_system_deps.sh
 	AM=$(AM) PY=$(PY) bash scripts/demo_runs.sh fast
 	@echo "== background: the transfer table, then the local LLM judge (install + runs; log: $(DEMO_LOG); live on the Runs page) ==" >&2
-	nohup $(MAKE) --no-print-directory demo-background > $(DEMO_LOG) 2>&1 & echo $$! > $(DEMO_PID)
+	AM=$(AM) PY=$(PY) DEMO_MAKE="$(MAKE)" DEMO_LOG=$(DEMO_LOG) DEMO_PID=$(DEMO_PID) bash scripts/demo_runs.sh start-background
 	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
 
 # the slow part of the demo (started in the background by `make demo`; safe to run by hand)

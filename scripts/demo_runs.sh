@@ -20,6 +20,11 @@
 #         the report compares it with the full view on the samples both judged) and the derived runs. The runs appear on the Runs page as they go.
 #         One at a time (a lock file); llamacpp verdicts are contextually calibrated by default
 #         (Zhao et al. 2021, see automonitor/runs/monitors/llamacpp.py).
+#   start-background  (what `make demo` runs once the fast phase is done) start `make demo-background`
+#         (`transfer`, then `llm`) detached, its output in $DEMO_LOG (default demo-llm.log), and write
+#         $DEMO_PID (default demo-llm.pid): its pid, then the store it fills (AUTOMONITOR_DB, password
+#         hidden). The Runs and Transfer pages say the phase runs only while that process is alive and
+#         only when they show that store.
 # --reuse makes a repeat continue or reuse these runs instead of adding copies; verdicts are cached by
 # content either way, so a repeat makes no model calls. Each phase prints its wall time.
 set -euo pipefail
@@ -116,10 +121,18 @@ llm() {
   "$AM" runs
 }
 
+start_background() {
+  local log="${DEMO_LOG:-demo-llm.log}" pidfile="${DEMO_PID:-demo-llm.pid}" store
+  store=$("$PY" -c 'from store.engine import store_identity; print(store_identity())')
+  nohup ${DEMO_MAKE:-make} --no-print-directory demo-background > "$log" 2>&1 &
+  printf '%s\n%s\n' "$!" "$store" > "$pidfile"
+}
+
 case "$PHASE" in
   fast) fast ;;
   transfer) transfer ;;
   llm) llm ;;
   all) fast; transfer; llm ;;
-  *) echo "usage: scripts/demo_runs.sh [fast|transfer|llm|all]" >&2; exit 2 ;;
+  start-background) start_background ;;
+  *) echo "usage: scripts/demo_runs.sh [fast|transfer|llm|all|start-background]" >&2; exit 2 ;;
 esac

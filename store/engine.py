@@ -41,6 +41,18 @@ def db_url(url: str | None = None) -> str:
     return url
 
 
+def store_identity(url: str | None = None) -> str:
+    """Which store ``db_url(url)`` names, as one comparable string: the URL with its password hidden and a
+    SQLite file's path made absolute (from the working directory), so ``sqlite:///automonitor.db`` read in
+    the repository and the same file named by its absolute path are one store. Holds no secret: it may be
+    written to a file (``make demo``'s pid file records the store its background phase fills)."""
+    u = make_url(db_url(url))
+    db = u.database
+    if u.get_backend_name() == "sqlite" and db and db != ":memory:" and not db.startswith("file:"):
+        u = u.set(database=os.path.abspath(db))
+    return u.render_as_string(hide_password=True)
+
+
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")

@@ -209,35 +209,55 @@ def generation_steps_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
 
 #: The log ``make demo`` writes its background phase to (transfer table, ``local`` install, LLM runs).
 DEMO_LOG = "demo-llm.log"
-#: The pid of that background phase (the ``make demo-background`` process), written by ``make demo`` beside it.
+#: The pid of that background phase (the ``make demo-background`` process) on its first line and, on its
+#: second, the store it fills (:func:`store.engine.store_identity`: no password), written beside the log by
+#: ``scripts/demo_runs.sh start-background`` (what ``make demo`` runs).
 DEMO_PID = "demo-llm.pid"
 #: A background log written to within this many seconds counts as a phase still running.
 DEMO_LOG_FRESH_S = 180.0
 
 
-def _demo_process_gone(root: Path) -> bool:
-    """Whether :data:`DEMO_PID` under ``root`` names a process that is no longer alive on this host (killed,
-    or ended without its end line); ``False`` when there is no readable pid file (a demo started before
-    ``make demo`` wrote one: the log's freshness alone decides)."""
+def _demo_pid_file(root: Path) -> tuple[int | None, str | None]:
+    """The pid and the store identity :data:`DEMO_PID` under ``root`` holds; ``None`` for what it lacks or
+    is unreadable (no file; a pid file written before it recorded its store has no second line)."""
     try:
-        pid = int((root / DEMO_PID).read_text(encoding="ascii").strip())
+        lines = (root / DEMO_PID).read_text(encoding="utf-8").splitlines()
     except (OSError, ValueError):
-        return False
-    return pid <= 0 or not pid_alive(pid)
+        return None, None
+    try:
+        pid = int(lines[0].strip()) if lines else None
+    except ValueError:
+        pid = None
+    store = lines[1].strip() if len(lines) > 1 and lines[1].strip() else None
+    return pid, store
 
 
-def background_demo(root: str | Path = ".", *, now: float | None = None) -> str | None:
+def _demo_not_shown(root: Path, store: str | None) -> bool:
+    """Whether the pid file under ``root`` rules the background phase out for the store ``store`` (a URL;
+    ``None``: the one ``AUTOMONITOR_DB`` names): its process is no longer alive on this host (killed, or
+    ended without its end line), or it fills another store than that one. ``False`` when the file does not
+    say (no readable pid: the log's freshness alone decides; no store line: any store)."""
+    from store.engine import store_identity
+
+    pid, filled = _demo_pid_file(root)
+    if pid is not None and (pid <= 0 or not pid_alive(pid)):
+        return True
+    return filled is not None and filled != store_identity(store)
+
+
+def background_demo(root: str | Path = ".", *, now: float | None = None, store: str | None = None) -> str | None:
     """The last line of ``make demo``'s background log (``root/demo-llm.log``) when it was written to in
     the last :data:`DEMO_LOG_FRESH_S` seconds, its tail holds no end line of the phase ("llm phase
-    done") and its process (:data:`DEMO_PID`, when the file is there) is alive, else ``None``: the Runs
-    page then says so and refreshes, so the LLM runs the phase starts appear as they go. Untrusted text:
-    the caller escapes it. Reads at most the log's last 16 KiB."""
+    done"), its process (:data:`DEMO_PID`, when the file is there) is alive and it fills the store shown
+    (``store``, a URL; ``None``: the one ``AUTOMONITOR_DB`` names; the pid file's second line, when there),
+    else ``None``: the Runs page then says so and refreshes, so the LLM runs the phase starts appear as they
+    go. Untrusted text: the caller escapes it. Reads at most the log's last 16 KiB."""
     log = Path(root) / DEMO_LOG
     try:
         st = log.stat()
         if (now if now is not None else time.time()) - st.st_mtime > DEMO_LOG_FRESH_S:
             return None
-        if _demo_process_gone(Path(root)):  # killed: a fresh log is no sign that it still runs
+        if _demo_not_shown(Path(root), store):  # killed, or filling another store: its log says nothing of this one
             return None
         with log.open("rb") as fh:
             fh.seek(max(0, st.st_size - 16384))

@@ -162,3 +162,55 @@ def test_background_demo_is_not_running_once_its_process_is_killed(tmp_path):
     assert background_demo(tmp_path) is None  # killed: the fresh log no longer counts
     (tmp_path / DEMO_PID).write_text("not a pid\n")  # unreadable: the log's freshness decides, as before
     assert background_demo(tmp_path) is not None
+
+
+def test_background_demo_is_shown_only_for_the_store_it_fills(tmp_path, monkeypatch):
+    """Fresh-user trial 53: the Runs page said `make demo`'s background phase was running (and that its runs
+    appear here) while it showed another store (``AUTOMONITOR_DB=sqlite:///other.db``): the notice went by
+    ``demo-llm.pid`` in the working directory alone. The pid file now records the store the phase fills,
+    written by the script `make demo` runs (``scripts/demo_runs.sh start-background``, run here for real with
+    a stand-in for ``make demo-background``); the notice shows for that store only."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import REPO
+
+    from automonitor.views.runs import DEMO_PID, background_demo
+    from store.engine import store_identity
+
+    stub = tmp_path / "fake-make"
+    stub.write_text("#!/bin/sh\necho '== [0 s] transfer table (Transfer page)'\nexec sleep 60\n")
+    stub.chmod(0o755)
+    filled = f"sqlite:///{tmp_path / 'demo.db'}"
+    env = os.environ | {
+        "AUTOMONITOR_DB": filled,
+        "PY": sys.executable,
+        "DEMO_MAKE": str(stub),
+        "DEMO_LOG": str(tmp_path / "demo-llm.log"),
+        "DEMO_PID": str(tmp_path / DEMO_PID),
+    }
+    subprocess.run(
+        ["bash", str(REPO / "scripts" / "demo_runs.sh"), "start-background"], env=env, check=True, timeout=60
+    )
+    pid = int((tmp_path / DEMO_PID).read_text().splitlines()[0])
+    try:
+        for _ in range(100):  # the stand-in writes its line at once
+            if (tmp_path / "demo-llm.log").read_text():
+                break
+            time.sleep(0.05)
+        line = "== [0 s] transfer table (Transfer page)"
+        assert background_demo(tmp_path, store=filled) == line
+        monkeypatch.setenv("AUTOMONITOR_DB", filled)
+        assert background_demo(tmp_path) == line  # the store AUTOMONITOR_DB names, as the pages show it
+        monkeypatch.setenv("AUTOMONITOR_DB", f"sqlite:///{tmp_path / 'other.db'}")
+        assert background_demo(tmp_path) is None  # another store: its runs will not appear there
+        assert background_demo(tmp_path, store="postgresql://u:secret@127.0.0.1/am") is None
+        monkeypatch.chdir(tmp_path)  # the same file named relatively from its folder is the same store
+        assert background_demo(tmp_path, store="sqlite:///demo.db") == line
+        assert (tmp_path / DEMO_PID).read_text().splitlines()[1] == store_identity(filled)
+        assert store_identity("postgresql://u:secret@h/am") == "postgresql+psycopg://u:***@h/am"  # no password
+    finally:
+        os.kill(pid, signal.SIGKILL)
