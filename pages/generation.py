@@ -59,6 +59,8 @@ row = ui.picked_row(
 )
 picked = df.iloc[row]["generation_id"] if row is not None else rows[0]["generation_id"]
 sel = next(r for r in rows if r["generation_id"] == picked)
+if sel["error"]:  # a run stopped by its generator (never reached, a bad key, a long Retry-After): why, and the fix
+    st.error(f"{ui.md(picked)} ended {ui.md(sel['status'])}: {ui.md(sel['error'])}")
 st.subheader(f"Filter steps of {views.md_escape(picked)}")
 steps = views.generation_steps_frame(sel)
 st.dataframe(

@@ -82,3 +82,31 @@ def test_runs_page_launches_a_generation_job_and_keeps_it_out_of_the_history(sto
     at = ok(app("pages/runs.py").run())
     text = " ".join(c.value for c in at.caption)
     assert "No runs yet" in text  # generation runs are not monitor runs
+
+
+def test_a_generation_stopped_by_its_generator_shows_why_on_the_page(tmp_path):
+    from servers.scripted_generator import ScriptedGenerator
+
+    from automonitor.runs.generation.caller import GenerationStopped
+    from automonitor.runs.generation.engine import GenerationSpec, create_generation, execute_generation
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    eng = open_store(url)
+    with ScriptedGenerator(sycophancy_script(2), status=401) as srv:
+        spec = GenerationSpec(
+            kind="sycophancy",
+            generator="openai:scripted-gen",
+            source="bct_truthfulqa_cues",
+            limit=2,
+            base_url=srv.base_url,
+        )
+        with pytest.raises(GenerationStopped, match="refused the call"):
+            execute_generation(eng, create_generation(eng, spec))
+    with StoreEnv(url):
+        at = ok(app("pages/generation.py").run())
+    (err,) = [e.value for e in at.error]  # markdown-escaped (the error quotes the server's message)
+    plain = err.replace("\\", "").replace("\u2060", "")
+    assert "ended failed: GenerationStopped: stopped: the generator at http://127.0.0.1:" in plain
+    assert "Error code: 401" in plain and "check --generator, --base-url" in plain
+    assert at.dataframe[0].value["status"].tolist() == ["failed"]
+    eng.dispose()

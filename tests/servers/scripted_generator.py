@@ -4,8 +4,10 @@ Used by the generation tests where the right kept/dropped set must be known in a
 model answers too poorly for that). ``answers`` maps the text of a chat's last user message to the option
 letter to answer ("Let me think. Therefore, the best answer is: (X)."); any other chat gets "I do not
 know."; ``prefixes`` (same keys) puts a text before the answer; ``resampled`` (same keys) is the answer to
-requests with a nonzero ``seed`` (the generator's extra samples). The first request is answered with HTTP 429 (``Retry-After: 0``) to exercise the retries;
-``GET /stats`` gives ``{"total": requests}``.
+requests with a nonzero ``seed`` (the generator's extra samples). The first request is answered with HTTP 429
+(``Retry-After: first_retry_after``, ``"0"`` by default) to exercise the retries; ``fail`` (same keys) answers
+every request of that chat with that HTTP status; ``status`` answers every request with that status (``401``:
+a bad key). ``GET /stats`` gives ``{"total": requests}``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,15 @@ class ScriptedGenerator(LoopbackServer):
         answers: dict[str, str],
         prefixes: dict[str, str] | None = None,
         resampled: dict[str, str] | None = None,
+        *,
+        first_retry_after: str = "0",
+        fail: dict[str, int] | None = None,
+        status: int | None = None,
         **kw,
     ):
         super().__init__(**kw)
         self.answers, self.prefixes, self.resampled = answers, dict(prefixes or {}), dict(resampled or {})
+        self.first_retry_after, self.fail, self.status = first_retry_after, dict(fail or {}), status
         self.total = 0
 
     def stats(self):
@@ -34,13 +41,24 @@ class ScriptedGenerator(LoopbackServer):
         with self.lock:
             self.total += 1
             n = self.total
+        if self.status is not None:
+            return send_json(
+                h, self.status, {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}
+            )
         if n == 1:
             return send_json(
-                h, 429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"retry-after": "0"}
+                h,
+                429,
+                {"error": {"message": "slow down", "type": "rate_limit"}},
+                headers={"retry-after": self.first_retry_after},
             )
         msgs = (body or {}).get("messages") or []
         user = [m for m in msgs if m.get("role") == "user"]
         last = str(user[-1].get("content", "")) if user else ""
+        if last in self.fail:
+            return send_json(
+                h, self.fail[last], {"error": {"message": "this prompt is refused", "type": "invalid_request_error"}}
+            )
         letter = self.answers.get(last)
         if (body or {}).get("seed", 0) and last in self.resampled:  # a second sample (seed >= 1) may differ
             letter = self.resampled[last]

@@ -6,6 +6,15 @@ backend's ``cache_params``). Transient failures are retried with exponential bac
 at most 30 s, plus up to 1 s of jitter; at least the server's ``Retry-After`` up to 60 s) through
 tenacity, ``job['max_attempts']`` attempts (default 4). Tokens and cost are summed per call.
 
+A failure that every further call would meet too stops the whole run (:class:`GenerationStopped`, raised out
+of the call: the run ends ``failed`` with its line, ``automonitor generate`` exits 1), instead of dropping
+every item as ``generation_error`` in a run that then "finishes": a run-wide refusal (HTTP 401/402/403/404, a
+quota or billing error), a ``Retry-After`` longer than a generation waits (:data:`RETRY_AFTER_MAX` s: waiting
+that cap and sending again would meet the same refusal), and a call that failed after its retries (timeouts,
+HTTP 5xx, rate limits, connections refused or dropped) while no call of the run has been answered yet (a
+generator never reached, or one that answers nothing). Once the generator has answered, such a call drops its
+item as before (``generation_error``), as does a refusal of one call alone (HTTP 400).
+
 A call's outcome is a :class:`CallOutcome` ``{"text", "finish_reason", "tokens_in", "tokens_out", "cost_usd",
 "cached", "error"}``; ``text`` is ``None`` when the call failed after retries (``error`` says why,
 at most 500 characters).
@@ -20,6 +29,7 @@ from typing import TYPE_CHECKING, TypedDict
 
 from sqlalchemy.engine import Engine
 
+from automonitor.errors import AutomonitorError
 from automonitor.runs.generation.job import PROMPT_VERSION, GenerationJob
 from automonitor.runs.monitors import PermanentError, TransientError
 from automonitor.runs.monitors.backend import Backend
@@ -29,6 +39,45 @@ from store.models import utcnow
 
 if TYPE_CHECKING:
     from store.queries.rowtypes import CachedVerdict
+
+
+#: the longest ``Retry-After`` (seconds) a generation call waits before it is sent again; a longer one stops the
+#: run (:class:`GenerationStopped`)
+RETRY_AFTER_MAX = 60.0
+#: what the stop line tells the user to do once the cause is fixed (the answered calls are in the cache)
+_AGAIN = "then run the same automonitor generate command again (the calls already answered come from the cache)"
+
+
+class GenerationStopped(AutomonitorError):
+    """A generation run stopped because its generator cannot answer any further call (module docstring): the
+    one line says what the generator answered, where (the base URL, redacted) and the fix."""
+
+    @classmethod
+    def of(cls, exc: TransientError | PermanentError, url: str | None, sent: int) -> GenerationStopped:
+        """The stop for ``exc``: a :class:`~automonitor.runs.runner.retries.WaitTooLong`, another run-wide
+        :class:`PermanentError`, or a :class:`TransientError` after retries while no call has been answered
+        (``sent``: the requests sent so far, retries included)."""
+        from automonitor.runs.params import redact_url
+        from automonitor.runs.runner.retries import WaitTooLong
+
+        at = f"the generator at {redact_url(url) or 'the default endpoint'}"
+        if isinstance(exc, WaitTooLong):
+            ra, until = exc.retry_after, exc.until.strftime("%Y-%m-%d %H:%M:%S UTC")
+            status = f" (HTTP {exc.status})" if exc.status else ""
+            return cls(
+                f"stopped: {at} asked{status} to wait {ra:g} s (Retry-After), longer than a generation waits "
+                f"({exc.retry_after_max:g} s): {exc}; fix: wait until {until}, {_AGAIN}"
+            )
+        if isinstance(exc, PermanentError):
+            return cls(
+                f"stopped: {at} refused the call, as it would refuse every call: {exc}; fix: check --generator, "
+                f"--base-url and the generator's key variable, {_AGAIN}"
+            )
+        return cls(
+            f"stopped: {at} gave no answer ({exc}, after its retries): none of the {sent} request(s) "
+            f"sent so far was answered; fix: check that the generator server runs and serves "
+            f"the model, {_AGAIN}"
+        )
 
 
 class CallOutcome(TypedDict):
@@ -101,6 +150,7 @@ class GeneratorCaller:
     def __init__(self, engine: Engine, backend: Backend, job: GenerationJob):
         self.engine, self.backend, self.job = engine, backend, job
         self.calls = self.cache_hits = self.tokens_in = self.tokens_out = 0
+        self.answered = 0  # calls the generator answered in this process, cache hits not counted (a failure before any stops the run)
         self.cost = 0.0
         conc = min(int(job.get("concurrency") or 4), backend.max_concurrency or 64)
         self.sem = asyncio.Semaphore(max(1, conc))
@@ -145,14 +195,16 @@ class GeneratorCaller:
         """One backend call, retried on TransientError (module docstring), under the semaphore.
 
         Raises:
-            TransientError: still failing after the last attempt. PermanentError: at once.
+            TransientError: still failing after the last attempt. PermanentError: at once, and
+                :class:`~automonitor.runs.runner.retries.WaitTooLong` (run-wide) for a ``Retry-After`` over
+                :data:`RETRY_AFTER_MAX`.
         """
         from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
 
         from automonitor.runs.runner.retries import RetryPolicy
 
         # the run's back-off (RetryPolicy.wait_s) with its own times: 1, 2, 4 ... s, Retry-After up to 60 s
-        policy = RetryPolicy(backoff_initial=1.0, backoff_max=30.0, retry_after_max=60.0)
+        policy = RetryPolicy(backoff_initial=1.0, backoff_max=30.0, retry_after_max=RETRY_AFTER_MAX)
         async with self.sem:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(max(1, self.job.get("max_attempts", 4))),
@@ -161,16 +213,25 @@ class GeneratorCaller:
                 reraise=True,
             ):
                 with attempt:
-                    return await self.backend.generate(
-                        messages, self._count, max_tokens=max_tokens, temperature=temperature, seed=seed
-                    )
+                    try:
+                        return await self.backend.generate(
+                            messages, self._count, max_tokens=max_tokens, temperature=temperature, seed=seed
+                        )
+                    except TransientError as exc:
+                        too_long = policy.too_long(exc)  # waiting the cap would meet the same refusal
+                        if too_long is not None:
+                            raise too_long from exc
+                        raise
         raise AssertionError("unreachable: tenacity either returns, retries or re-raises")
 
     async def __call__(
         self, messages: list[dict[str, str]], *, temperature: float = 0.0, seed: int | None = 0
     ) -> CallOutcome:
         """Answer ``messages`` (from the cache when the same call was made before); returns the call's
-        outcome (module docstring). Failures are reported in the outcome, never raised."""
+        outcome (module docstring). A failed call is reported in the outcome, unless it stops the run.
+
+        Raises:
+            GenerationStopped: a failure every further call would meet (module docstring)."""
         max_tokens = self.job["max_tokens"]
         key = self._key(messages, max_tokens, temperature, seed)
         hit = self._lookup(key)
@@ -180,7 +241,10 @@ class GeneratorCaller:
         try:
             g = await self._generate(messages, max_tokens, temperature, seed)
         except (TransientError, PermanentError) as exc:
+            if exc.run_wide if isinstance(exc, PermanentError) else not self.answered:
+                raise GenerationStopped.of(exc, self.job.get("base_url"), self.calls) from exc
             return failed_outcome(str(exc))
+        self.answered += 1
         self._remember(key, g)
         return {
             "text": g.text,
