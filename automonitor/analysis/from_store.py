@@ -80,6 +80,22 @@ def reading_once() -> bool:
     return _READ_ONCE.get() is not None
 
 
+def kept_predictions(engine: Engine) -> tuple[list[str], pd.DataFrame] | None:
+    """Inside a :func:`predictions_read_once` block, the runs and the light prediction frame that
+    :func:`light_predictions` read of ``engine``'s store (the largest set of runs, when it read several; the kept
+    frame itself: read it, do not change it); ``None`` outside a block or when nothing of that store was read: the
+    Trade-off page's sample sets take the samples the report's runs judged from the report's read."""
+    kept = _READ_ONCE.get()
+    if not kept:
+        return None
+    url = engine.url.render_as_string(hide_password=False)
+    mine = [(ids, frame) for (u, ids), frame in kept.items() if u == url]
+    if not mine:
+        return None
+    ids, frame = max(mine, key=lambda kv: len(kv[0]))
+    return sorted(ids), frame
+
+
 def light_predictions(engine: Engine, run_ids: Sequence[str], *, copy: bool = True) -> pd.DataFrame:
     """``store.queries.analysis.load_predictions(engine, run_ids, light=True)`` (rows by run and sample id, so the
     order of ``run_ids`` does not matter), read once per set of runs inside :func:`predictions_read_once`:

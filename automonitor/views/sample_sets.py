@@ -78,7 +78,11 @@ def sample_set_caption(row: Mapping[str, object]) -> str:
 
 
 def run_sample_sets(
-    engine: Engine, run_ids: Sequence[str] | None = None, *, preds: pd.DataFrame | None = None
+    engine: Engine,
+    run_ids: Sequence[str] | None = None,
+    *,
+    preds: pd.DataFrame | None = None,
+    preds_runs: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Which sample set every run judged (its test samples; the controls slice is left out): one row per
     run with ``run_id, edition, edition_recorded (bool), edition_inferred (bool), n_samples, fingerprint,
@@ -92,9 +96,11 @@ def run_sample_sets(
     a built store stays ``paper``.
     Runs without predictions get ``n_samples`` 0 and the fingerprint of the empty set.
 
-    ``preds``: the light prediction frame of exactly the runs ``run_ids`` (repeat 0:
+    ``preds``: the light prediction frame of exactly the runs ``preds_runs`` (default ``run_ids``; repeat 0:
     :func:`automonitor.analysis.from_store.light_predictions`), when the caller has read it: their samples are
-    taken from it and only the other repeats' rows read (the HTML report: every prediction was read once already).
+    taken from it and only the other repeats' rows read (the HTML report: every prediction was read once already;
+    the Trade-off page: the report's runs read once for the report); the samples of the other runs of the result
+    (e.g. the detector ladder's, left out of the report) are read from the store.
     """
     from store.queries import audit as qa
     from store.queries import workbench as q
@@ -102,8 +108,13 @@ def run_sample_sets(
     with engine.connect() as c:
         runs = q.run_editions(c, run_ids)
         members = set().union(*(qa.edition_member_ids(c, e) for e in vocab.EDITIONS))
-        if preds is not None and run_ids is not None:
-            sets = _judged_from_frame(c, run_ids, preds)
+        covered = preds_runs if preds_runs is not None else run_ids
+        if preds is not None and covered is not None:
+            sets = _judged_from_frame(c, covered, preds)
+            done = set(covered)
+            rest = [rid for rid, _ in runs if rid not in done]
+            if rest:
+                sets.update(_judged(q.judged_test_samples(c, rest)))
         else:
             sets = _judged(q.judged_test_samples(c, run_ids))
     digests = {s: sample_set_digest(s) for s in set(sets.values())}  # one per distinct set: most runs share one

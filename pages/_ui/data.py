@@ -130,8 +130,17 @@ def load_counts(url: str, ver: tuple, column: str):
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def load_sample_sets(url: str, ver: tuple):
-    """Which sample set (edition, fingerprint) each run judged (``automonitor.views.run_sample_sets``)."""
-    return views.run_sample_sets(engine_for(url))
+    """Which sample set (edition, fingerprint) each run judged (``automonitor.views.run_sample_sets``). Inside a
+    ``predictions_read_once`` block in which the report read its runs' predictions (the Trade-off page's first run
+    on a store version: the report first, then this), those runs' samples come from that read (the same rows:
+    ``tests/views/test_workbench_views.py``) instead of a second read of every prediction."""
+    from automonitor.analysis.from_store import kept_predictions
+
+    engine = engine_for(url)
+    kept = kept_predictions(engine)
+    if kept is None:
+        return views.run_sample_sets(engine)
+    return views.run_sample_sets(engine, preds=kept[1], preds_runs=kept[0])
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

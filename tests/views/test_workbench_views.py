@@ -285,6 +285,12 @@ def test_sample_sets_from_the_report_frame_are_those_read_from_the_store(engine)
     frame = load_predictions(engine, runs, light=True)
     from_store = views.run_sample_sets(engine, runs)
     pd.testing.assert_frame_equal(views.run_sample_sets(engine, runs, preds=frame), from_store)
+    # the Trade-off page: the frame of the report's runs only (r-a, r-d), the other runs read from the store
+    part = ["r-a", "r-d"]
+    pd.testing.assert_frame_equal(
+        views.run_sample_sets(engine, preds=load_predictions(engine, part, light=True), preds_runs=part),
+        views.run_sample_sets(engine),
+    )
     rows = from_store.set_index("run_id")
     assert rows.loc["r-a", "n_samples"] == 3 and rows.loc["r-a", "fingerprint"] == rows.loc["r-b", "fingerprint"]
     # an unrecorded run is scored on paper even when it judged an adjudicated (verified-only) sample, as the report
