@@ -82,7 +82,7 @@ def test_a_retry_after_longer_than_a_generation_waits_stops_at_once(sqlite_engin
         sent = srv.stats()["total"]
     assert r.returncode == 1
     assert "asked (HTTP 429) to wait 3600 s (Retry-After), longer than a generation waits (60 s)" in r.stderr
-    assert "fix: wait until 20" in r.stderr and "run the same automonitor generate command again" in r.stderr
+    assert "fix: wait until 20" in r.stderr and "then give the same generate command again" in r.stderr
     assert sent == 2  # the refused call is not sent again; item 0's other call was answered
     runs, candidates = _runs_and_candidates(sqlite_url)
     assert [s for s, _ in runs] == ["failed"] and candidates == 0

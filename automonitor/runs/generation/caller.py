@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 #: run (:class:`GenerationStopped`)
 RETRY_AFTER_MAX = 60.0
 #: what the stop line tells the user to do once the cause is fixed (the answered calls are in the cache)
-_AGAIN = "then run the same automonitor generate command again (the calls already answered come from the cache)"
+_AGAIN = "then give the same generate command again (the calls already answered come from the cache)"
 
 
 class GenerationStopped(AutomonitorError):
