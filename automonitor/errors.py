@@ -99,7 +99,8 @@ class NotFound(AutomonitorError, LookupError):
 
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C or SIGTERM stopped an executing run (the run released itself as ``cancelled``); carries this
-    invocation's tallies so far: ``api_calls`` and ``cache_hits`` (ints, as in the run's JSON summary)."""
+    invocation's tallies so far: ``api_calls`` and ``cache_hits`` (ints: the run's JSON summary's
+    ``api_calls_this_process`` and ``cache_hits_this_process``)."""
 
     def __init__(self, api_calls: int, cache_hits: int) -> None:
         super().__init__()

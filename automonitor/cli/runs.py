@@ -166,6 +166,16 @@ def run_cmd(
     _report_run(engine, run_id, summary, as_json)
 
 
+def _this_process(summary: dict[str, Any]) -> str:
+    """`` (this invocation: api_calls=A cache_hits=H)`` when the run's totals (``summary``'s ``api_calls``
+    and ``cache_hits``, the whole run's) include calls or hits of earlier invocations (a ``--resume``),
+    else nothing."""
+    mine = (summary.get("api_calls_this_process", 0), summary.get("cache_hits_this_process", 0))
+    if mine == (summary["api_calls"], summary["cache_hits"]):
+        return ""
+    return f" (this invocation: api_calls={mine[0]} cache_hits={mine[1]})"
+
+
 def _refuse_new_run_options(how: str, given: dict[str, bool]) -> None:
     """Refuse the options of a new run given with ``how`` (``--resume`` or ``--retry-errors``): ``given`` maps
     each option's name to whether it was given (a value other than its default). A resumed run keeps the
@@ -201,8 +211,9 @@ def _say_if_nothing_pending(engine: Engine, run_id: str) -> None:
 def _report_interrupted(engine: Engine, run_id: str, as_json: bool, api_calls: int, cache_hits: int) -> None:
     """Say that ``run_id`` stopped on Ctrl-C or SIGTERM, with its status, what is pending and the
     ``--resume`` command, on one line of stderr; with ``as_json`` also print the run's summary on stdout
-    (:func:`automonitor.runs.status.summary`: the counts so far) plus ``"status"`` (``cancelled``),
-    ``"error"`` (``interrupted``) and ``"pending"``; ``api_calls`` and ``cache_hits`` are this invocation's
+    (:func:`automonitor.runs.status.summary`: the counts, ``api_calls`` and ``cache_hits`` of the whole run so
+    far) plus ``"status"`` (``cancelled``), ``"error"`` (``interrupted``) and ``"pending"``;
+    ``api_calls_this_process`` and ``cache_hits_this_process`` are this invocation's
     (:class:`~automonitor.errors.RunInterrupted`'s tallies).
 
     Raises:
@@ -361,7 +372,9 @@ def _report_run(engine: Engine, run_id: str, summary: dict[str, Any], as_json: b
             f"run {run_id}: {info['status']}, n={summary['n']}"
             + (f" ({summary['n'] - info['controls']} + {info['controls']} controls) " if info.get("controls") else " ")
             + " ".join(f"{k}={v}" for k, v in c.items())
-            + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}\n"
+            + f" api_calls={summary['api_calls']} cache_hits={summary['cache_hits']}"
+            + _this_process(summary)
+            + "\n"
         )
     if info["status"] == "finished":
         from automonitor.runs.status import error_warning, no_verdict_line

@@ -98,8 +98,12 @@ def cancel_run(engine: Engine, run_id: str) -> None:
 
 def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int = 0) -> JSONObject:
     """The contract's JSON for a run: ``{"run_id", "n", "counts": {outcome: int}, "api_calls",
-    "cache_hits"}`` (api_calls/cache_hits as given: those of the current invocation; counts are the
-    run's verdicts, i.e. repeat 0), plus ``"repeat": K`` for a run judged with ``--repeat K`` (K > 1)."""
+    "cache_hits", "api_calls_this_process", "cache_hits_this_process"}``. ``counts`` are the run's verdicts
+    (repeat 0) and ``api_calls``/``cache_hits`` the run's as well: every invocation's together (the store's
+    cumulative counters, to which each request is added when it is sent), so a ``--resume`` reports the
+    same scope for both; ``api_calls_this_process``/``cache_hits_this_process`` are those of the current
+    invocation (as given: 0 for one that sent nothing). Plus ``"repeat": K`` for a run judged with
+    ``--repeat K`` (K > 1)."""
     from store.queries import runs as q
 
     with session_scope(engine) as s:
@@ -109,8 +113,10 @@ def summary(engine: Engine, run_id: str, *, api_calls: int = 0, cache_hits: int 
             "run_id": run_id,
             "n": run.n,
             "counts": {o: counts[o] for o in OUTCOMES},
-            "api_calls": int(api_calls),
-            "cache_hits": int(cache_hits),
+            "api_calls": int(run.api_calls or 0),
+            "cache_hits": int(run.cache_hits or 0),
+            "api_calls_this_process": int(api_calls),
+            "cache_hits_this_process": int(cache_hits),
         }
         repeat = int(((run.params or {}).get("judge") or {}).get("repeat", 1) or 1)
         if repeat > 1:

@@ -269,7 +269,8 @@ def test_retry_invalid_reasks_cached_invalid(engine):
         assert runner.retry_errors(engine, rid) == 0  # errors only by default
         assert runner.retry_errors(engine, rid, ("error", "invalid")) == 2
         out2 = runner.execute_run(engine, rid)
-    assert out2["api_calls"] == 2 and out2["counts"]["benign"] == 2
+    assert out2["api_calls_this_process"] == 2 and out2["counts"]["benign"] == 2
+    assert out2["api_calls"] == out["api_calls"] + 2 == 4  # the whole run's: the first pass's and the retry's
     assert all(p.meta["history"][0]["outcome"] == "invalid" for p in _preds(engine, rid))
     with pytest.raises(InputError, match="verdict"):
         runner.retry_errors(engine, rid, ("benign",))

@@ -33,7 +33,10 @@ def test_resuming_a_finished_run_twice_sends_nothing_and_exits_0(db_url, engine)
             r = run_cli(["run", "--resume", rid, "--json"], db=db_url, env={"OPENAI_API_KEY": None})
             assert r.returncode == 0, r.stderr
             assert f"run {rid} is finished with no sample pending: nothing to resume, nothing sent" in r.stderr
-            assert json.loads(r.stdout)["api_calls"] == 0
+            doc = json.loads(r.stdout)
+            assert doc["api_calls_this_process"] == 0 and doc["api_calls"] == 4  # the first run's, the whole run's
+        line = run_cli(["run", "--resume", rid], db=db_url, env={"OPENAI_API_KEY": None}).stdout
+        assert "api_calls=4 cache_hits=0 (this invocation: api_calls=0 cache_hits=0)" in line, line
         assert srv.stats()["total"] == 4  # the first run's calls only
     after = runner.run_info(engine, rid)
     assert after["status"] == "finished" and after["counts"] == before["counts"]

@@ -82,8 +82,9 @@ def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, d
         assert sum(doc["counts"].values()) == len(judged) and doc["pending"] == 20 - len(judged)
         # this invocation's tallies, as ints (the contract's shape): a call per judged sample at least (none
         # was cached), and no more than the judge received plus the 2 (--concurrency) counted as sent when
-        # the signal came
-        assert doc["cache_hits"] == 0 and len(judged) <= doc["api_calls"] <= srv.total + 2, (doc, srv.total)
+        # the signal came; the run's are the same (its first invocation)
+        assert doc["cache_hits_this_process"] == 0 and len(judged) <= doc["api_calls_this_process"] <= srv.total + 2
+        assert (doc["api_calls"], doc["cache_hits"]) == (doc["api_calls_this_process"], 0), (doc, srv.total)
         with Session(engine) as s:
             run = s.get(Run, rid)
             assert (run.status, run.error) == ("cancelled", "interrupted")
@@ -96,7 +97,8 @@ def test_a_signalled_run_is_marked_stopped_releases_its_lease_and_resumes(sig, d
         r = run_cli(["run", "--resume", rid, "--json", "--quiet"], db=url)
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
-    assert out["n"] == 20 and out["api_calls"] == pending
+    assert out["n"] == 20 and out["api_calls_this_process"] == pending
+    assert out["api_calls"] == doc["api_calls"] + pending  # the whole run's: before the signal and the resume's
     assert runner.run_info(engine, rid)["status"] == "finished"
     final = _judged(engine, rid)
     assert all(final[sid] == outcome for sid, outcome in judged.items())

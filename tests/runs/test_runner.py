@@ -53,7 +53,15 @@ def test_rules_run_end_to_end(engine):
         assert run.template_hash == load_template("evidence").sha256
     seen = []
     out = runner.execute_run(engine, rid, progress=lambda d, t: seen.append((d, t)))
-    assert set(out) == {"run_id", "n", "counts", "api_calls", "cache_hits"}
+    assert set(out) == {
+        "run_id",
+        "n",
+        "counts",
+        "api_calls",
+        "cache_hits",
+        "api_calls_this_process",
+        "cache_hits_this_process",
+    }
     assert set(out["counts"]) == set(OUTCOMES)
     assert sum(out["counts"].values()) == out["n"] == 18
     assert seen[-1] == (18, 18)
@@ -87,7 +95,8 @@ def test_rerun_makes_zero_api_calls_and_errors_are_not_cached(engine):
         # resuming a finished run does nothing at all
         before = srv.stats()["total"]
         s3 = runner.execute_run(engine, r2)
-        assert (s3["api_calls"], s3["cache_hits"], srv.stats()["total"]) == (0, 0, before)
+        assert (s3["api_calls_this_process"], s3["cache_hits_this_process"], srv.stats()["total"]) == (0, 0, before)
+        assert (s3["api_calls"], s3["cache_hits"]) == (s2["api_calls"], s2["cache_hits"])  # the run's, unchanged
     with engine.connect() as c:
         outcomes = [r[0] for r in c.execute(sa.text("select outcome from cache_entry"))]
     assert len(outcomes) == 8 and "error" not in outcomes
@@ -189,7 +198,8 @@ def test_cancel_then_resume_judges_each_sample_once(sqlite_engine):
         assert 4 <= len(judged) < 20
         assert runner.run_info(engine, rid)["status"] == "cancelled"
         out = runner.execute_run(engine, rid)
-        assert sum(out["counts"].values()) == 20 and out["api_calls"] == 20 - len(judged)
+        assert sum(out["counts"].values()) == 20 and out["api_calls_this_process"] == 20 - len(judged)
+        assert out["api_calls"] == srv.stats()["total"] == 20  # the whole run's, as its counts are
         assert runner.run_info(engine, rid)["status"] == "finished"
         assert max(srv.stats()["successes"].values()) == 1 and srv.stats()["total"] == 20
 
@@ -203,7 +213,10 @@ def test_should_cancel_callback_stops_and_leaves_pending(sqlite_engine):
     )
     info = runner.run_info(sqlite_engine, rid)
     assert info["status"] == "cancelled" and info["counts"]["pending"] == 7
-    assert runner.execute_run(sqlite_engine, rid)["api_calls"] == 7
+    with Session(sqlite_engine) as s:
+        first = s.get(Run, rid).api_calls
+    out = runner.execute_run(sqlite_engine, rid)
+    assert out["api_calls_this_process"] == 7 and out["api_calls"] == first + 7 >= 10  # the resume's, the run's
 
 
 def test_live_lease_blocks_a_second_executor_and_dead_lease_is_taken_over(sqlite_engine):
@@ -339,19 +352,31 @@ def test_cli_run_runs_and_bad_input(cli, sqlite_url, sqlite_engine):
     r = cli(["run", "--monitor", "rules", "--template", "direct", "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert list(out) == ["run_id", "n", "counts", "api_calls", "cache_hits"]
+    assert list(out) == [
+        "run_id",
+        "n",
+        "counts",
+        "api_calls",
+        "cache_hits",
+        "api_calls_this_process",
+        "cache_hits_this_process",
+    ]
     assert list(out["counts"]) == ["misbehavior", "benign", "invalid", "refusal", "error"]
     assert out["n"] == 6 and sum(out["counts"].values()) == 6
     r2 = cli(["run", "--monitor", "rules", "--template", "direct", "--json"], db=db_url)
     assert json.loads(r2.stdout)["cache_hits"] == 6 and json.loads(r2.stdout)["api_calls"] == 0
     r3 = cli(["run", "--resume", out["run_id"], "--json"], db=db_url)
     assert r3.returncode == 0 and json.loads(r3.stdout)["counts"] == out["counts"]
+    resumed = json.loads(r3.stdout)  # nothing pending: the run's calls and hits, none of this process
+    assert (resumed["api_calls"], resumed["cache_hits"]) == (out["api_calls"], out["cache_hits"])
+    assert (resumed["api_calls_this_process"], resumed["cache_hits_this_process"]) == (0, 0)
     listing = json.loads(cli(["runs", "--json"], db=db_url).stdout)["runs"]
     assert len(listing) == 2
     assert {
         k for k in ("run_id", "monitor", "template", "status", "n", "counts", "tokens_in", "cost_usd", "duration_s")
     } <= set(listing[0])
     assert {r["status"] for r in listing} == {"finished"}
+    assert {r["run_id"]: r["api_calls"] for r in listing}[out["run_id"]] == resumed["api_calls"]  # one scope
     human = cli(["runs"], db=db_url)
     assert human.returncode == 0 and out["run_id"] in human.stdout
     for args, needle in (

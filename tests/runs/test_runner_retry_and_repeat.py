@@ -136,15 +136,17 @@ def test_retry_errors_resends_exactly_the_error_samples_and_keeps_history(db_url
         # --resume alone sends nothing
         env = {"AUTOMONITOR_DB": db_url}
         r = cli(["run", "--resume", rid, "--json", "--quiet"], db=db_url)
-        assert r.returncode == 0 and json.loads(r.stdout)["api_calls"] == 0
+        assert r.returncode == 0 and json.loads(r.stdout)["api_calls_this_process"] == 0
+        assert json.loads(r.stdout)["api_calls"] == first["api_calls"]  # the run's calls so far
         r = cli(["run", "--retry-errors", rid, "--json", "--quiet"], db=db_url)
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         after = dict(srv.stats()["calls"])
         # nothing left to retry: a second call sends nothing
         r2 = cli(["run", "--retry-errors", rid, "--json", "--quiet"], db=db_url)
-        assert r2.returncode == 0 and json.loads(r2.stdout)["api_calls"] == 0
-    assert out["counts"]["error"] == 0 and out["api_calls"] == 4
+        assert r2.returncode == 0 and json.loads(r2.stdout)["api_calls_this_process"] == 0
+    assert out["counts"]["error"] == 0 and out["api_calls_this_process"] == 4
+    assert out["api_calls"] == first["api_calls"] + 4 == json.loads(r2.stdout)["api_calls"]  # the whole run's
     assert out["counts"]["misbehavior"] + out["counts"]["benign"] == 8
     # exactly the error samples were re-sent, once each
     diff = {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}

@@ -55,7 +55,7 @@ def execute_batch(
         should_cancel: polled between polls; True stops (the provider's batches keep running).
     Returns:
         The contract's run summary (``automonitor.runs.status.summary``): ``api_calls`` = requests submitted
-        by this invocation.
+        for the run by every invocation, ``api_calls_this_process`` by this one.
     Raises:
         NotFound / InputError like :func:`automonitor.runs.runner.execute_run`.
     """

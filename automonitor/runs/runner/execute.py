@@ -118,8 +118,10 @@ def execute_run(
 
     Returns:
         ``{"run_id", "n", "counts": {misbehavior, benign, invalid, refusal, error}, "api_calls",
-        "cache_hits"}``; ``api_calls`` and ``cache_hits`` are those of this invocation (0 calls for a
-        run whose samples are all cached or already judged).
+        "cache_hits", "api_calls_this_process", "cache_hits_this_process"}``
+        (:func:`automonitor.runs.status.summary`): ``api_calls`` and ``cache_hits`` are the whole run's,
+        as ``counts`` are; the ``_this_process`` pair those of this invocation (0 calls for a run whose
+        samples are all cached or already judged).
 
     Raises:
         RunInterrupted: (a ``KeyboardInterrupt``) Ctrl-C or SIGTERM while judging; the run is released as
