@@ -8,7 +8,7 @@ import typer
 
 from automonitor.cli.app import app
 from automonitor.cli.common import CliConsole, edition_choices, emit_json, open_store, rich_table
-from automonitor.data.audit.report_md import fmt2
+from automonitor.data.audit.report_md import fmt2, rounded_figures
 from automonitor.errors import InputError
 
 if TYPE_CHECKING:
@@ -29,7 +29,8 @@ def audit_cmd(
     shared-conversation and shared-family leakage, pairs differing by <= 3 tokens, false alarm rate on
     controls. Each baseline: AUROC / pairwise (share of pairs whose misbehavior side scores higher); a
     slice without train data is cross-validated within its test pairs (method CV). A slice is flagged
-    when a baseline has |AUROC - 0.5| >= 0.4 (reversed separators too)."""
+    when a baseline has |AUROC - 0.5| >= 0.4 (reversed separators too). --json prints figures to
+    4 decimals; the table and --format markdown print 2."""
     from automonitor.data import audit
 
     audit.check_edition(edition)
@@ -40,7 +41,7 @@ def audit_cmd(
     engine = open_store()
     doc = audit.cached_audit(engine, edition, use_cache=not no_cache, progress=lambda m: typer.echo(m, err=True))
     if json_out:
-        emit_json(doc)
+        emit_json(rounded_figures(doc))  # figures to report_md.FIGURE_DECIMALS (4) decimals, not 0.9999999999999999
         return
     if fmt == "markdown":
         typer.echo(audit.markdown(doc), nl=False)

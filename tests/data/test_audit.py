@@ -340,6 +340,49 @@ def test_cli_json_shape_editions_and_cache(engine, db_url, frame, cli, tmp_path)
     assert bad.returncode == 2 and "--edition" in bad.stderr
 
 
+def _floats(value):
+    """Every float of a JSON value, depth first."""
+    if isinstance(value, float):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _floats(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _floats(v)
+
+
+def test_audit_json_prints_figures_to_four_decimals(sqlite_engine, sqlite_url, cli, tmp_path):
+    """Fresh-user trial 53: ``audit --json`` printed figures such as 0.9999999999999999. Every float of the
+    document is now rounded to 4 decimals (as its intervals already were); the flags stay the audit's."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for split, n in (("train", 30), ("test", 7)):  # 7 test pairs: shares in sevenths, AUROCs in 49ths
+        for source, shortcut in (("hackgen", True), ("fair", False)):
+            rows += made_up_pairs(
+                rng,
+                n=n,
+                split=split,
+                source=source,
+                category="specification_gaming" if shortcut else "safety_permission",
+                task="code" if shortcut else "qa",
+                shortcut=shortcut,
+                prefix=f"{source}-{split}",
+            )
+    seed_frame(sqlite_engine, pd.DataFrame(rows))
+    env = {"AUTOMONITOR_CACHE_DIR": str(tmp_path / "cache")}
+    res = cli(["audit", "--json"], db=sqlite_url, env=env)
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    raw = audit.cached_audit(sqlite_engine, "paper")  # the document as computed (and cached), unrounded
+    printed, computed = list(_floats(doc)), list(_floats(raw))
+    assert len(printed) == len(computed) > 10, printed
+    assert any(len(repr(x).split(".")[1]) > 4 for x in computed)  # this audit has long figures to round
+    assert all(x == round(x, 4) and len(repr(x).split(".")[1]) <= 4 for x in printed), printed
+    assert all(abs(p - c) <= 0.00005 for p, c in zip(printed, computed, strict=True))
+    assert [s["flagged"] for s in doc["slices"]] == [s["flagged"] for s in raw["slices"]]
+
+
 def test_cache_follows_the_store(sqlite_engine, frame, tmp_path, monkeypatch):
     monkeypatch.setenv("AUTOMONITOR_CACHE_DIR", str(tmp_path / "c"))
     seed_frame(sqlite_engine, frame[frame["source"] == "fair"])

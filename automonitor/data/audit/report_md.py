@@ -1,5 +1,6 @@
 """Markdown: the audit document (:func:`markdown`, ``automonitor audit --format markdown``) and the
-report's trivial-baselines section (:func:`report_markdown`); every value escaped.
+report's trivial-baselines section (:func:`report_markdown`); every value escaped. The document as
+printed by ``automonitor audit --json``: :func:`rounded_figures`.
 """
 
 from __future__ import annotations
@@ -7,6 +8,25 @@ from __future__ import annotations
 from typing import Any
 
 from automonitor.escaping import md_cell
+from automonitor.jsontypes import JSONValue
+
+
+#: Decimals of every figure ``automonitor audit --json`` prints (AUROCs, pairwise shares, false alarm rates):
+#: those its AUROC intervals and certificate were already rounded to. The markdown and the table print 2.
+FIGURE_DECIMALS = 4
+
+
+def rounded_figures(value: JSONValue, digits: int = FIGURE_DECIMALS) -> JSONValue:
+    """A copy of the JSON value ``value`` with every float rounded to ``digits`` decimals (``round``: 0.9999999999999999
+    -> 1.0), ints, strings, booleans and ``None`` as they are; the audit document as ``audit --json`` prints
+    it. Flags were decided on the unrounded figures (a slice's ``flagged`` is the audit's, not recomputed)."""
+    if isinstance(value, float):
+        return round(value, digits)
+    if isinstance(value, dict):
+        return {k: rounded_figures(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [rounded_figures(v, digits) for v in value]
+    return value
 
 
 def fmt2(x: Any) -> str:
