@@ -63,9 +63,18 @@ MULTI_FILTERS = (
         help="surface: some cheap detector of the build's ladder catches the pair; implicit: none does",
     ),
 )
+STATUS_OPTS = [*vocab.STATUSES, "any"]
+# a link's value a filter does not accept is ignored, and said so (before, dropped silently: trial53)
+for _field, _accepted in (
+    *((m.field, m.options) for m in MULTI_FILTERS),
+    ("status", STATUS_OPTS),
+    ("size", views.PAGE_SIZES),
+):
+    _warn = views.link_value_warning(_field, url_state.qp_list(_field), _accepted)
+    if _warn:
+        st.warning(views.md_escape(_warn))
 q_key = url_state.seed_state(PAGE, "q", "")
 multi_keys = {m.field: url_state.seed_state(PAGE, m.field, [], valid=m.options, multi=True) for m in MULTI_FILTERS}
-STATUS_OPTS = [*vocab.STATUSES, "any"]
 st_key = url_state.seed_state(PAGE, "status", "gold", valid=STATUS_OPTS)
 p_key = url_state.seed_state(PAGE, "page", 1, cast=int)
 size_key = url_state.seed_state(PAGE, "size", 100, valid=list(views.PAGE_SIZES), cast=int)

@@ -128,6 +128,7 @@ if TYPE_CHECKING:
         diff_mode,
         disagreeing_samples,
         filter_cell,
+        link_value_warning,
         neighbours,
         pair_diff_html,
         run_choice,

@@ -238,3 +238,31 @@ def run_choice(requested: str | None, run_ids: Sequence[str]) -> tuple[str | Non
             f"Run {requested!r} from the link is not in the store; showing another run instead."
         )
     return (requested or (ids[0] if ids else None)), None
+
+
+#: At most this many of a link parameter's ignored values, and of the values it accepts, are named by
+#: :func:`link_value_warning` (a forged link may carry hundreds; a store may have dozens of sources).
+LINK_WARNING_MAX = 12
+
+
+def link_value_warning(param: str, given: Iterable[str], accepted: Iterable[object]) -> str | None:
+    """The warning for a link (URL query) parameter ``param`` whose values ``given`` include some that are not
+    in ``accepted``: the parameter, the values ignored and the values it accepts (at most
+    :data:`LINK_WARNING_MAX` of each, values quoted and cut to 60 characters); ``None`` when every value is
+    accepted. The page keeps the accepted values and the other parameters. Plain text holding untrusted
+    values: the caller escapes it (``md_escape``)."""
+    allowed = [str(a) for a in accepted]
+    bad = list(dict.fromkeys(v for v in given if v not in allowed))
+    if not bad:
+        return None
+
+    def listed(values: Sequence[str], quote: bool) -> str:
+        shown = [repr(v[:60] + ("…" if len(v) > 60 else "")) if quote else v for v in values[:LINK_WARNING_MAX]]
+        more = len(values) - LINK_WARNING_MAX
+        return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+    accepts = listed(allowed, False) if allowed else "none in this store yet"
+    return (
+        f"The link's {param!r} value(s) {listed(bad, True)} are not accepted and were ignored; "
+        f"{param!r} accepts: {accepts}. The link's other filters apply."
+    )

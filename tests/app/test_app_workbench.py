@@ -85,8 +85,27 @@ def test_unknown_run_link_warns_and_samples_page_size(seeded):
     at = ok(app("pages/samples.py", run="r999").run())
     assert any("r999" in w.value for w in at.warning)
     at = ok(app("pages/samples.py", size="50").run())
+    assert not at.warning
     assert at.selectbox(key="samples.size").value == 50 and len(at.dataframe[0].value) == 38  # all 38 fit
     assert at.selectbox(key="samples.size").options == ["50", "100", "200", "500"]
+
+
+def test_samples_link_with_an_unknown_filter_value_warns_and_keeps_the_other_filters(seeded):
+    """Fresh-user trial 53: ``?category=bogus`` was dropped silently. The page now says which parameter and
+    value it ignored and what that parameter accepts (escaped), and applies the rest of the link."""
+    at = ok(app("pages/samples.py", category=["bogus<b>", "sycophancy_bias"], label="benign", status="gold").run())
+    warns = [w.value for w in at.warning]
+    assert len(warns) == 1, warns
+    assert "category" in warns[0] and "bogus" in warns[0] and "sycophancy\\_bias" in warns[0]
+    assert "safety\\_permission" in warns[0] and "specification\\_gaming" in warns[0]  # what it accepts
+    assert "<b>" not in warns[0]  # escaped
+    assert at.multiselect(key="samples.category").value == ["sycophancy_bias"]
+    assert at.multiselect(key="samples.label").value == ["benign"]
+    assert "**6** matching samples" in at.markdown[0].value  # as the link without the bogus value
+    at = ok(app("pages/samples.py", task="bogus", size="7").run())
+    warns = " ".join(w.value for w in at.warning)
+    assert "task" in warns and "code" in warns and "size" in warns and "500" in warns
+    assert "**38** matching samples" in at.markdown[0].value  # nothing else filtered
 
 
 @pytest.fixture

@@ -91,6 +91,24 @@ def test_neighbours_and_run_choice():
     assert views.run_choice(None, ["r1"]) == ("r1", None)
 
 
+def test_link_value_warning_names_the_parameter_the_values_ignored_and_those_accepted():
+    """Fresh-user trial 53: ``?category=bogus`` on the Samples page was dropped silently."""
+    from automonitor import vocab
+
+    assert views.link_value_warning("category", ["sycophancy_bias"], vocab.CATEGORIES) is None
+    assert views.link_value_warning("category", [], vocab.CATEGORIES) is None
+    w = views.link_value_warning("category", ["bogus", "sycophancy_bias", "bogus"], vocab.CATEGORIES)
+    assert w is not None and w.count("bogus") == 1 and "'category'" in w
+    assert "accepts: safety_permission, sycophancy_bias, specification_gaming" in w
+    assert "'sycophancy_bias'" not in w  # the accepted value is not among those ignored
+    assert "100" in views.link_value_warning("size", ["7"], views.PAGE_SIZES)  # any accepted value: as text
+    many = views.link_value_warning("source", [f"x{i}" for i in range(30)], [])
+    assert "and 18 more" in many and "none in this store yet" in many
+    hostile = views.link_value_warning("task", ["<b>" + "y" * 100], vocab.TASKS)
+    assert "y" * 61 not in hostile and "…" in hostile
+    assert "<b>" not in views.md_escape(hostile)  # the page shows it escaped
+
+
 def test_filter_cell_by_outcome_score_ids_and_search():
     df = pd.DataFrame(
         {
