@@ -8,6 +8,8 @@ errors (:class:`automonitor.errors.AutomonitorError`) get theirs from one table,
 from __future__ import annotations
 
 import gc
+import inspect
+import re
 import signal
 import sys
 import threading
@@ -116,8 +118,24 @@ def command(args: Sequence[str] | None = None) -> TyperGroup:
             if getattr(p, "_runtime_param", False) is None and hasattr(p, "type_descriptor"):
                 # a typer parameter (recent releases: 0.29 here): its coercion, with pydantic only when needed
                 p._runtime_param = _PlainValues()  # type: ignore[attr-defined]
+        if c is not cmd and c.short_help is None and c.help:
+            c.short_help = summary_line(c.help)
         stack += list(getattr(c, "commands", {}).values())
     return cmd
+
+
+#: Where a sentence ends in a help text: after ``.``, ``!`` or ``?`` and space, before a capital, a quote or
+#: a parenthesis (not after "e.g." or "i.e.", which a lower-case word follows).
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`(\"'])")
+
+
+def summary_line(help_text: str) -> str:
+    """A command's line in its group's ``--help`` listing: the first sentence of its help's first paragraph,
+    on one line. Typer's rich help lists the first paragraph with the docstring's own line breaks kept, so a
+    docstring wrapped at 110 columns broke each description mid-sentence in the listing (trial53); the
+    command's own ``--help`` still shows its whole help."""
+    first = " ".join(inspect.cleandoc(help_text).split("\n\n", 1)[0].split())
+    return _SENTENCE_END.split(first, 1)[0]
 
 
 class _TyperParameter(Protocol):

@@ -150,7 +150,7 @@ def run_cmd(
         run_opts["sources"] = source or None
         run_id = new_run(engine, monitor, template, params, run_opts, controls, repeat, batch)
         if not quiet:
-            err_console.print(f"run {run_id}")
+            err_console.print(_started_line(engine, run_id))
     try:
         with run_log(run_id):  # the run's log lines in its file (cli.logs.run_log_path), as well as on stderr
             summary = _execute_with_progress(runner, engine, run_id, concurrency, quiet, base_url)
@@ -164,6 +164,21 @@ def run_cmd(
         # a RunInterrupted carries the calls made while judging; stopped before that (or a batch run), none
         _report_interrupted(engine, run_id, as_json, getattr(exc, "api_calls", 0), getattr(exc, "cache_hits", 0))
     _report_run(engine, run_id, summary, as_json)
+
+
+def _started_line(engine: Engine, run_id: str) -> str:
+    """The line a run started without ``--resume`` opens with on stderr: its id (to resume it by), whether it
+    is new or one ``--reuse`` found, its monitor, template and number of samples. Before, a bare ``run
+    RUN_ID``, which read as a stray line above an early stop's message (trial53).
+
+    Raises:
+        NotFound: no such run.
+    """
+    from automonitor.runs import runner
+
+    info = runner.run_info(engine, run_id)
+    state = "created" if info["status"] == "pending" else f"reused ({info['status']})"
+    return f"run {run_id} {state}: monitor {info['monitor']}, template {info['template']}, {info['n']} samples"
 
 
 def _this_process(summary: dict[str, Any]) -> str:

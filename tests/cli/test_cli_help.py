@@ -42,3 +42,33 @@ def test_the_template_list_is_the_prompt_folder():
 
     folder = resources.files("automonitor.runs") / "prompts"
     assert {p.name.removesuffix(".txt") for p in folder.iterdir() if p.name.endswith(".txt")} == set(TEMPLATES)
+
+
+def _command_rows(help_text: str) -> list[str]:
+    """The rows of the Commands panel of a group's rich ``--help``, their borders stripped."""
+    lines = help_text.splitlines()
+    start = next(i for i, ln in enumerate(lines) if "Commands" in ln and ln.startswith("╭"))
+    rows = []
+    for ln in lines[start + 1 :]:
+        if ln.startswith("╰"):
+            break
+        rows.append(ln.strip("│").rstrip())
+    return rows
+
+
+def test_group_help_lists_each_command_in_one_sentence_not_cut_at_the_docstrings_line_breaks(tmp_path):
+    """Fresh-user trial 53: ``automonitor --help`` broke a command's description mid-sentence (typer's rich
+    help keeps a docstring's own line breaks: `stats` ended a row at "candidates cover" even at 200 columns).
+    Each command is listed by the first sentence of its help on one line, which a wide terminal shows on one
+    row; the command's own ``--help`` keeps the whole text."""
+    for group in ([], ["users"], ["errata"], ["probe"]):
+        r = run_cli([*group, "--help"], db=f"sqlite:///{tmp_path / 'none.db'}", env={"COLUMNS": "400"})
+        assert r.returncode == 0, r.stderr
+        rows = _command_rows(r.stdout)
+        assert rows and all(not row.startswith("  ") for row in rows), (group, rows)  # no continuation row
+        assert all(row.endswith((".", ")")) for row in rows), (group, rows)  # whole sentences
+    stats = _help(["stats"], tmp_path)  # its own help: the whole docstring, as before
+    assert (
+        "Counts of gold samples in a split by category, task and label (by_split and candidates cover the whole store)."
+        in stats
+    )

@@ -5,6 +5,7 @@ Store-facing tests run on SQLite and PostgreSQL (the ``engine`` fixture)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import sqlalchemy as sa
@@ -211,6 +212,9 @@ def test_cli_run_against_a_closed_port_exits_1_with_one_line(db_url, engine, mon
     assert SECRET not in r.stderr + r.stdout
     # the samples stay pending (resumable): no line may say that one ended in error
     assert "outcome error" not in r.stderr, r.stderr
+    # trial53: the first line said a bare "run RUN_ID" above the stop; it now says what was started
+    first = r.stderr.splitlines()[0]
+    assert re.fullmatch(r"run run_\w+ created: monitor openai:m, template direct, 4 samples", first), r.stderr
 
 
 @pytest.mark.parametrize("url", [f"http://u:{SECRET}@127.0.0.1:9/v1", f"http://127.0.0.1:9/v1?api_key={SECRET}"])
