@@ -47,7 +47,6 @@ def bootstrap_runs(
     groups: dict[bytes, list[int]] = {}
     for r in range(n_runs):
         groups.setdefault(np.packbits(present[r]).tobytes(), []).append(r)
-    weights_cache: dict[int, mt.Weights] = {}
     for members in groups.values():
         cols = np.flatnonzero(present[members[0]])
         if cols.size == 0:
@@ -55,11 +54,7 @@ def bootstrap_runs(
         run_counts = counts[members][:, cols, :]  # (runs of the group, pairs of the group, 4)
 
         def compute(todo: list[int], run_counts: npt.NDArray[np.float64] = run_counts) -> list[RunBootstrap]:
-            size = run_counts.shape[1]
-            weights = weights_cache.get(size)
-            if weights is None:
-                weights = weights_cache[size] = mt.cluster_bootstrap_weights(size, n_boot, seed)
-            return group_intervals(run_counts[todo], weights)
+            return group_intervals(run_counts[todo], mt.shared_bootstrap_weights(run_counts.shape[1], n_boot, seed))
 
         # a run's intervals are its per-pair counts' (the weights: the pairs' number, n_boot, seed), not the group's
         inputs = [[repr((n_boot, seed)), f"{c.dtype.str}{c.shape}".encode() + c.tobytes()] for c in run_counts]

@@ -32,6 +32,7 @@ Most functions accept plain Python sequences or numpy arrays and return plain Py
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from typing import Iterable, Sequence, SupportsFloat, TypedDict, cast
@@ -484,6 +485,22 @@ def cluster_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0
     flat = (np.arange(n_boot)[:, None] * n_clusters + idx).ravel()
     # float32 holds the integer counts exactly (< 2**24) and halves the matrix-product time
     return np.bincount(flat, minlength=n_boot * n_clusters).reshape(n_boot, n_clusters).astype(np.float32)
+
+
+#: how many weight matrices :func:`shared_bootstrap_weights` keeps (a report uses one or two sizes; 1,000 x 1,505
+#: float32 is 6 MB)
+SHARED_WEIGHTS = 4
+
+
+@functools.lru_cache(maxsize=SHARED_WEIGHTS)
+def shared_bootstrap_weights(n_clusters: int, n_boot: int = 1000, seed: int = 0) -> Weights:
+    """:func:`cluster_bootstrap_weights` made once per process for each ``(n_clusters, n_boot, seed)`` and shared by
+    its callers (a report's run intervals, paired comparisons and view comparisons resample the same pairs with the
+    same seed: one matrix, not one per step; it was a quarter of the paired comparisons' CPU). Read-only: a caller
+    that wrote into it would change the others' resamples, so writing raises ``ValueError``."""
+    weights = cluster_bootstrap_weights(n_clusters, n_boot, seed)
+    weights.flags.writeable = False
+    return weights
 
 
 def bootstrap_rates(cluster_counts: npt.ArrayLike, weights: Weights) -> tuple[FloatArray, FloatArray]:

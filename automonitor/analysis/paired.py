@@ -47,13 +47,12 @@ def paired_comparisons(
 ) -> list[PairedDict]:
     """:func:`_compare` for each (A, B); ``NotFound`` when a run is not in the report."""
     out = []
-    weights_cache: dict[int, mt.Weights] = {}
     for a, b in pairs:
         if a not in enc.run_index or b not in enc.run_index:
             from automonitor.errors import NotFound
 
             raise NotFound(f"run '{a if a not in enc.run_index else b}' is not in this report")
-        out.append(_compare(grid, enc.run_index[a], enc.run_index[b], a, b, n_boot, seed, weights_cache))
+        out.append(_compare(grid, enc.run_index[a], enc.run_index[b], a, b, n_boot, seed))
     return out
 
 
@@ -65,7 +64,6 @@ def _compare(
     b_id: str,
     n_boot: int,
     seed: int,
-    weights_cache: dict[int, mt.Weights],
 ) -> PairedDict:
     """Paired statistics of run A vs run B (row indices ``a``, ``b`` of ``grid.cells``) on the samples
     both scored: the PAIRED dict (:class:`automonitor.analysis.report_schema.PairedComparison`)."""
@@ -82,9 +80,7 @@ def _compare(
     shared_a, shared_b, shared_label = cells_a[both], cells_b[both], grid.sample_label[both]
 
     def compute() -> _Stats:
-        weights = weights_cache.get(used.size)
-        if weights is None:
-            weights = weights_cache[used.size] = mt.cluster_bootstrap_weights(used.size, n_boot, seed)
+        weights = mt.shared_bootstrap_weights(used.size, n_boot, seed)
         pos, neg = shared_label == 0, shared_label == 1
         correct = (TP, TN)
         return {

@@ -132,7 +132,7 @@ def _paired(
     """Views ``a`` and ``b`` on the same samples: McNemar's tests and the pair-clustered bootstrap of A - B."""
     diffs: BootstrapDiffs = {}
     if n_boot > 0 and n_pairs > 0:
-        weights = mt.cluster_bootstrap_weights(n_pairs, n_boot, seed)
+        weights = mt.shared_bootstrap_weights(n_pairs, n_boot, seed)
         boot = mt.paired_bootstrap(
             _counts_per_pair(fa, labels, pair_idx, n_pairs),
             _counts_per_pair(fb, labels, pair_idx, n_pairs),

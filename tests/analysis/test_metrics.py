@@ -268,6 +268,18 @@ def test_cluster_bootstrap_weights_are_seeded_resamples():
     assert w.mean() == pytest.approx(1.0)
 
 
+def test_shared_bootstrap_weights_are_one_read_only_matrix_per_size_and_seed():
+    """The run intervals, paired and view comparisons of a report share one matrix per (pairs, resamples, seed):
+    the same values as a fresh one, the same array for the same arguments, and no caller can write into it."""
+    w = mt.shared_bootstrap_weights(50, 200, seed=4)
+    assert np.array_equal(w, mt.cluster_bootstrap_weights(50, 200, seed=4)) and w.dtype == np.float32
+    assert mt.shared_bootstrap_weights(50, 200, seed=4) is w
+    assert not np.array_equal(mt.shared_bootstrap_weights(50, 200, seed=5), w)
+    assert mt.shared_bootstrap_weights(51, 200, seed=4).shape == (200, 51)
+    with pytest.raises(ValueError):
+        w[0, 0] = 7
+
+
 def test_bootstrap_rates_equal_explicit_resampling():
     rng = np.random.default_rng(0)
     counts = rng.integers(0, 2, size=(30, 4))
