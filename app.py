@@ -101,6 +101,7 @@ auth.cookie_script()
 # the page's run with the cyclic garbage collector paused (reference counting still frees what is acyclic): a
 # first run imports ~900 modules and loads the store's predictions, and the collector's automatic passes went
 # over that growing heap again and again; Streamlit's full collection after every run (runner.postScriptGC)
-# frees the run's cycles
-with navigation.routed(), gc_paused():  # the pages know they came through this navigation (ensure_navigation)
+# frees the run's cycles; from the second run on, what the first left alive is frozen (navigation.settled_heap);
+# routed: the pages know they came through this navigation (ensure_navigation)
+with navigation.settled_heap(), navigation.routed(), gc_paused():
     router.run()
