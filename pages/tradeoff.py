@@ -317,9 +317,7 @@ for point in sel:
 
 # Pearson r over the runs eligible here (the hollow ones left out, as in the HTML report)
 _elig0 = scored[scored["eligible"]] if len(scored) else scored
-# (its p-value's text without SciPy where that is sure to be SciPy's text: metrics.pearson_p_text)
-r, _ = metrics.pearson_r(list(_elig0["mr"]), list(_elig0["far"]), p_value=False) if len(_elig0) else (None, None)
-p_text = metrics.pearson_p_text(list(_elig0["mr"]), list(_elig0["far"])) if len(_elig0) else None
+r, p = metrics.pearson_r(list(_elig0["mr"]), list(_elig0["far"])) if len(_elig0) else (None, None)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Runs shown", f"{len(scored)}", help=f"{len(raw_pts) - len(scored)} without MR/FAR here or archived")
 m2.metric("On the Pareto front", f"{len(front_ids)}")
@@ -328,7 +326,7 @@ m3.metric(
     "–" if r is None else f"{r:+.2f}",
     help=f"Correlation of MR and FAR across the {len(_elig0)} runs shown with at least {int(min_n)} judged "
     "samples (hollow runs left out); the paper reports r = -0.54 over 22 monitors."
-    + ("" if p_text is None else f" p = {p_text}."),
+    + ("" if p is None else f" p = {p:.3g}."),
 )
 best = _elig0.assign(s=_elig0["mr"] + _elig0["far"]).sort_values("s").head(1) if len(_elig0) else _elig0
 m4.metric(

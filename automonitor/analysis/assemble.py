@@ -105,7 +105,7 @@ def analyze(
     pairs_to_compare = default_comparisons(runs) if opt.compare is None else list(opt.compare)
     paired = paired_comparisons(pairs_to_compare, enc, grid, n_boot, seed)
     clock.lap("paired")
-    rep = _across_runs(entries, paired, invalid, n_boot, seed, set(not_eligible), pearson_p=opt.pearson_p)
+    rep = _across_runs(entries, paired, invalid, n_boot, seed, set(not_eligible))
     rep.update(cost_ratio=opt.cost_ratio, prevalence=opt.prevalence)
     rep["intervals"] = "95% Wilson score intervals (Wilson 1927) for mr_ci/far_ci"
     return Report.model_validate(json_safe(rep))
@@ -133,22 +133,17 @@ def _across_runs(
     n_boot: int,
     seed: int,
     not_eligible: Collection[str] = (),
-    *,
-    pearson_p: bool = True,
 ) -> dict[str, Any]:
     """The report's top level up to ``paired``: the run entries (each gets ``on_front``), the overall
-    Pareto front, Pearson r of (MR, FAR) over runs (the ``not_eligible`` runs left out of both; its p-value only
-    with ``pearson_p``), the policy and bootstrap parameters."""
+    Pareto front, Pearson r of (MR, FAR) over runs (the ``not_eligible`` runs left out of both), the policy and
+    bootstrap parameters."""
     mr = [None if e["run_id"] in not_eligible else e["overall"]["mr"] for e in entries]
     far = [None if e["run_id"] in not_eligible else e["overall"]["far"] for e in entries]
     front = mt.pareto_front(mr, far) if entries else np.zeros(0, dtype=bool)
     for entry, on_front in zip(entries, front):
         entry["on_front"] = bool(on_front)
     # the p-value imports scipy.special (~0.1 s): kept for the same (MR, FAR) points, as the paired comparisons
-    if pearson_p:
-        r_val, p_val = recall("pearson", [repr((mr, far))], lambda: list(mt.pearson_r(mr, far)))
-    else:  # the same r (tests/analysis/test_metrics.py), no SciPy
-        r_val, p_val = mt.pearson_r(mr, far, p_value=False)
+    r_val, p_val = recall("pearson", [repr((mr, far))], lambda: list(mt.pearson_r(mr, far)))
     return {
         "runs": entries,
         "pareto": [e["run_id"] for e in entries if e["on_front"]],

@@ -401,78 +401,16 @@ def pearson_r(
     Pairs with a missing value are dropped. Returns ``(None, None)`` with fewer than 3 complete pairs or
     when either variable has zero variance (r undefined).
     """
-    xs, ys = _complete_pairs(x, y)
-    if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
-        return None, None
-    r, p = _pearsonr(np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64), p_value)
-    return (None if math.isnan(r) else r), (None if math.isnan(p) else p)
-
-
-def pearson_p_text(x: Sequence[float | None], y: Sequence[float | None]) -> str | None:
-    """The two-sided p-value of :func:`pearson_r` ``(x, y)`` as the Trade-off page shows it, ``f"{p:.3g}"``: the
-    text of SciPy's p for every input (``None`` where :func:`pearson_r` gives no p), without importing SciPy
-    (``scipy.special``: ~0.2 s of a cold page) where it is sure to be that text.
-
-    p is the upper tail of Student's t with n - 2 degrees of freedom, ``2 * I_y(a, a)`` with ``a = n/2 - 1`` and
-    ``y = 1 - (|r| + 1)/2`` (the very float SciPy's ``betaincc(a, a, (|r| + 1)/2)`` complements), here by its
-    continued fraction (Lentz) in double precision: within 2e-13 of SciPy's value (relative) from n = 3 to 10,000
-    and p down to 1e-280 (tests/analysis/test_metrics.py). SciPy computes it instead when the text of p could
-    change within a relative 1e-10 (a rounding boundary of three significant digits), outside that range, or when
-    the fraction does not converge."""
-    xs, ys = _complete_pairs(x, y)
-    if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
-        return None
-    fx, fy = np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64)
-    r, _ = _pearsonr(fx, fy, p_value=False)
-    if math.isnan(r):
-        return None
-    p = _t_tail(r, len(xs)) if len(xs) <= 10_000 else None
-    if p is not None and (p == 0.0 or p > 1e-280):
-        text = f"{p:.3g}"
-        if f"{p * (1 - 1e-10):.3g}" == text == f"{p * (1 + 1e-10):.3g}":
-            return text
-    _, p = _pearsonr(fx, fy, p_value=True)
-    return None if math.isnan(p) else f"{p:.3g}"
-
-
-def _complete_pairs(x: Sequence[float | None], y: Sequence[float | None]) -> tuple[list[float], list[float]]:
-    """The pairs of ``x, y`` with neither value missing (``None`` or NaN), as two float lists."""
     xs, ys = [], []
     for a, b in zip(x, y):
         if a is None or b is None or math.isnan(a) or math.isnan(b):
             continue
         xs.append(float(a))
         ys.append(float(b))
-    return xs, ys
-
-
-def _t_tail(r: float, n: int) -> float | None:
-    """``2 * I_y(a, a)``, ``a = n/2 - 1``, ``y = 1 - (|r| + 1)/2`` (the two-sided p of Pearson r over ``n`` pairs,
-    :func:`pearson_p_text`) by the incomplete beta's continued fraction (Numerical Recipes 6.4, modified Lentz;
-    ``y <= 1/2 = (a + 1)/(2a + 2)``, where it converges); ``None`` when it does not converge."""
-    a = n / 2 - 1
-    x = (abs(r) + 1) / 2
-    y = 1.0 - x
-    if y <= 0.0:
-        return 0.0
-    tiny = 1e-300
-    c, d = 1.0, 1.0 - 2 * a * y / (a + 1)
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 20_001):
-        for num in (
-            m * (a - m) * y / ((a - 1 + 2 * m) * (a + 2 * m)),
-            -(a + m) * (2 * a + m) * y / ((a + 2 * m) * (a + 1 + 2 * m)),
-        ):
-            d = 1.0 + num * d
-            d = 1.0 / (d if abs(d) > tiny else tiny)
-            c = 1.0 + num / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1.0) <= 1e-17:
-            log_front = math.lgamma(2 * a) - 2 * math.lgamma(a) + a * (math.log(y) + math.log(x))
-            return 2 * math.exp(log_front) * h / a
-    return None
+    if len(xs) < 3 or np.ptp(xs) == 0 or np.ptp(ys) == 0:
+        return None, None
+    r, p = _pearsonr(np.asarray(xs, dtype=np.float64), np.asarray(ys, dtype=np.float64), p_value)
+    return (None if math.isnan(r) else r), (None if math.isnan(p) else p)
 
 
 def _pearsonr(x: FloatArray, y: FloatArray, p_value: bool = True) -> tuple[float, float]:

@@ -30,8 +30,6 @@ class AnalysisOptions(BaseModel):
             set's.
         compare: run pairs ``(A, B)`` for paired statistics; ``None``: every two runs of the same monitor,
             and the two runs when there are exactly two.
-        pearson_p: the p-value of Pearson r (``pearson_p``, which imports ``scipy.special``); ``False``: ``None``
-            (the Trade-off page, which shows its own p over the runs it draws: ``metrics.pearson_p_text``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -42,7 +40,6 @@ class AnalysisOptions(BaseModel):
     cost_ratio: float = Field(1.0, gt=0)
     prevalence: float | None = Field(None, gt=0, lt=1)
     compare: tuple[tuple[str, str], ...] | None = None
-    pearson_p: bool = True
 
     @field_validator("invalid")
     @classmethod

@@ -56,17 +56,14 @@ def _load_report(url: str, ver: tuple, invalid: str, ladder: bool):
     The pages use the per-slice counts, MR/FAR, Wilson intervals, Pareto front and ROC summaries;
     so the report is computed without evidence grounding and with a small pair bootstrap (neither is
     shown), which halves its cold cost on a paper-sized store, and without the paired comparisons
-    (``compare=()``: no page shows them; their McNemar tests import ``scipy.special``), and without the p-value of
-    Pearson r (``pearson_p=False``: the Trade-off page shows its own, over the runs it draws). ``ladder``: every
+    (``compare=()``: no page shows them; their McNemar tests import ``scipy.special``). ``ladder``: every
     run includes the detector ladder's (kind ``ladder``; left out by default). Kept on disk per store version too
     (:func:`automonitor.analysis.report_cache.cached_report`): a restarted app reads it back."""
     from automonitor import analysis
     from automonitor.analysis.report_cache import cached_report
 
     engine = engine_for(url)
-    options = dict(
-        invalid=invalid, n_boot=100, with_grounding=False, edition=None, with_ladder=ladder, compare=(), pearson_p=False
-    )
+    options = dict(invalid=invalid, n_boot=100, with_grounding=False, edition=None, with_ladder=ladder, compare=())
     return cached_report(engine, None, options, lambda: analysis.report(engine, None, **options))
 
 

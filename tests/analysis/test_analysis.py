@@ -385,30 +385,3 @@ def test_reported_points_match_the_paper_table():
             ]
             assert len(sel) == 1
             assert sel["mr"].iloc[0] == float(mr) and sel["far"].iloc[0] == float(far)
-
-
-def test_a_report_without_the_pearson_p_value_is_the_same_report_less_p():
-    """``pearson_p=False`` (the Trade-off page's report): the same report with ``pearson_p`` None (r unchanged)."""
-    rng = np.random.default_rng(1)
-    rows = [
-        {
-            "run_id": f"r{r}",
-            "sample_id": f"s{p}{lab[0]}",
-            "pair_id": f"p{p}",
-            "category": CATEGORIES[p % 3],
-            "task": TASKS[p % 3],
-            "label": lab,
-            "outcome": rng.choice([M, B], p=[0.3 + 0.1 * r, 0.7 - 0.1 * r]),
-            "score": np.nan,
-            "evidence": [],
-        }
-        for r in range(5)
-        for p in range(60)
-        for lab in (M, B)
-    ]
-    preds = pd.DataFrame(rows)
-    runs = pd.DataFrame({"run_id": [f"r{r}" for r in range(5)], "monitor": ["m"] * 5, "template": ["direct"] * 5})
-    full = analysis.analyze(preds, runs, n_boot=20, compare=()).to_dict()
-    lean = analysis.analyze(preds, runs, n_boot=20, compare=(), pearson_p=False).to_dict()
-    assert full["pearson_r"] is not None and full["pearson_p"] is not None and lean["pearson_p"] is None
-    assert {**full, "pearson_p": None} == lean
