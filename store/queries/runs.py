@@ -516,9 +516,38 @@ def _bind_processor(column: sa.Column[object], dialect: sa.Dialect) -> Callable[
 def _run_many(session: Session | Connection, sql: str, params: list[object]) -> None:
     """One driver-level ``executemany`` of ``sql`` over ``params`` on the session's connection (inside its
     transaction), or on ``session`` when it is a connection: no per-row SQLAlchemy parameter handling, the
-    rows already in the driver's form."""
+    rows already in the driver's form.
+
+    On a connection inside a transaction it began (the runner's store writer: its own connection, several
+    statements a commit, some 200 commits a job), the statement goes straight to a cursor of the connection's
+    DBAPI connection, in that transaction: the same driver call ``exec_driver_sql`` makes, without building
+    SQLAlchemy's execution context for each statement; a driver error is raised wrapped as
+    ``exec_driver_sql`` raises it (:meth:`sqlalchemy.exc.DBAPIError.instance`: ``IntegrityError``,
+    ``OperationalError``, ...)."""
     one = cast("Sequence[object] | Mapping[str, object]", params[0])
-    _connection(session).exec_driver_sql(sql, params if len(params) > 1 else one)
+    if not (isinstance(session, Connection) and session.in_transaction()):
+        _connection(session).exec_driver_sql(sql, params if len(params) > 1 else one)
+        return
+    dialect = session.dialect
+    try:
+        cursor = session.connection.cursor()
+        try:
+            if len(params) > 1:
+                cursor.executemany(sql, cast("Sequence[Sequence[object]] | Sequence[Mapping[str, object]]", params))
+            else:
+                cursor.execute(sql, one)
+        finally:
+            cursor.close()
+    except dialect.loaded_dbapi.Error as exc:
+        raise sa.exc.DBAPIError.instance(
+            sql,
+            params if len(params) > 1 else one,
+            exc,
+            dialect.loaded_dbapi.Error,
+            hide_parameters=session.engine.hide_parameters,
+            dialect=dialect,
+            ismulti=len(params) > 1,
+        ) from exc
 
 
 def _cache_insert_stmt(dialect: str, columns: tuple[str, ...]) -> ClauseElement:
