@@ -43,13 +43,14 @@ def db_url(url: str | None = None) -> str:
 
 def store_identity(url: str | None = None) -> str:
     """Which store ``db_url(url)`` names, as one comparable string: the URL with its password hidden and a
-    SQLite file's path made absolute (from the working directory), so ``sqlite:///automonitor.db`` read in
-    the repository and the same file named by its absolute path are one store. Holds no secret: it may be
+    SQLite file's path made absolute (from the working directory) with its symbolic links resolved, so
+    ``sqlite:///automonitor.db`` read in the repository, the same file named by its absolute path and a link
+    to it are one store. Holds no secret: it may be
     written to a file (``make demo``'s pid file records the store its background phase fills)."""
     u = make_url(db_url(url))
     db = u.database
     if u.get_backend_name() == "sqlite" and db and db != ":memory:" and not db.startswith("file:"):
-        u = u.set(database=os.path.abspath(db))
+        u = u.set(database=os.path.realpath(db))
     return u.render_as_string(hide_password=True)
 
 

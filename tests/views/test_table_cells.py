@@ -210,6 +210,8 @@ def test_background_demo_is_shown_only_for_the_store_it_fills(tmp_path, monkeypa
         assert background_demo(tmp_path, store="postgresql://u:secret@127.0.0.1/am") is None
         monkeypatch.chdir(tmp_path)  # the same file named relatively from its folder is the same store
         assert background_demo(tmp_path, store="sqlite:///demo.db") == line
+        (tmp_path / "link.db").symlink_to(tmp_path / "demo.db")  # a link to the file is the same store
+        assert background_demo(tmp_path, store=f"sqlite:///{tmp_path / 'link.db'}") == line
         assert (tmp_path / DEMO_PID).read_text().splitlines()[1] == store_identity(filled)
         assert store_identity("postgresql://u:secret@h/am") == "postgresql+psycopg://u:***@h/am"  # no password
     finally:
