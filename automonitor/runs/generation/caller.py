@@ -15,9 +15,11 @@ HTTP 5xx, rate limits, connections refused or dropped) while no call of the run 
 generator never reached, or one that answers nothing). Once the generator has answered, such a call drops its
 item as before (``generation_error``), as does a refusal of one call alone (HTTP 400).
 
-A call's outcome is a :class:`CallOutcome` ``{"text", "finish_reason", "tokens_in", "tokens_out", "cost_usd",
-"cached", "error"}``; ``text`` is ``None`` when the call failed after retries (``error`` says why,
-at most 500 characters).
+A call's outcome is a :class:`CallOutcome` ``{"text", "finish_reason", "stop", "tokens_in", "tokens_out",
+"cost_usd", "cached", "error"}``; ``text`` is ``None`` when the call failed after retries (``error`` says why,
+at most 500 characters); ``stop`` is what the generator's backend declares its finish reason to be
+(:attr:`~automonitor.runs.monitors.backend.Backend.stop_reasons`: ``normal``, ``truncated``, ``refusal``,
+``filtered``), ``None`` for a reason its table does not declare (or a failed call).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Mapping, TypedDict
 
 from sqlalchemy.engine import Engine
 
@@ -33,7 +35,7 @@ from automonitor.errors import AutomonitorError
 from automonitor.runs.generation.job import PROMPT_VERSION, GenerationJob
 from automonitor.runs.monitors import PermanentError, TransientError
 from automonitor.runs.monitors.backend import Backend
-from automonitor.runs.monitors.judgement import Generation
+from automonitor.runs.monitors.judgement import Generation, StopKind
 from store import session_scope
 from store.models import utcnow
 
@@ -85,6 +87,7 @@ class CallOutcome(TypedDict):
 
     text: str | None
     finish_reason: str | None
+    stop: StopKind | None
     tokens_in: int
     tokens_out: int
     cost_usd: float
@@ -97,6 +100,7 @@ def failed_outcome(error: str) -> CallOutcome:
     return {
         "text": None,
         "finish_reason": None,
+        "stop": None,
         "tokens_in": 0,
         "tokens_out": 0,
         "cost_usd": 0.0,
@@ -105,13 +109,15 @@ def failed_outcome(error: str) -> CallOutcome:
     }
 
 
-def cached_outcome(hit: CachedVerdict) -> CallOutcome:
-    """The outcome of a cache hit (a ``cache_lookup`` row): its text and tokens, no cost."""
+def cached_outcome(hit: CachedVerdict, stop_reasons: Mapping[str, StopKind]) -> CallOutcome:
+    """The outcome of a cache hit (a ``cache_lookup`` row): its text and tokens, no cost; its finish reason read
+    with the backend's ``stop_reasons``."""
     meta, text, t_in, t_out = hit.get("meta"), hit["raw"], hit["tokens_in"], hit["tokens_out"]
     reason = meta.get("finish_reason") if isinstance(meta, dict) else None
     return {  # the cache row's columns: raw text or NULL, integer tokens
         "text": text if isinstance(text, str) else None,
         "finish_reason": reason if isinstance(reason, str) else None,
+        "stop": stop_reasons.get(reason) if isinstance(reason, str) else None,
         "tokens_in": t_in if isinstance(t_in, int) else 0,
         "tokens_out": t_out if isinstance(t_out, int) else 0,
         "cost_usd": 0.0,
@@ -237,7 +243,7 @@ class GeneratorCaller:
         hit = self._lookup(key)
         if hit is not None:
             self.cache_hits += 1
-            return cached_outcome(hit)
+            return cached_outcome(hit, self.backend.stop_reasons)
         try:
             g = await self._generate(messages, max_tokens, temperature, seed)
         except (TransientError, PermanentError) as exc:
@@ -249,6 +255,7 @@ class GeneratorCaller:
         return {
             "text": g.text,
             "finish_reason": g.finish_reason,
+            "stop": self.backend.stop_reasons.get(g.finish_reason) if g.finish_reason is not None else None,
             "tokens_in": g.tokens_in,
             "tokens_out": g.tokens_out,
             "cost_usd": g.cost_usd,

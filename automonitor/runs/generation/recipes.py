@@ -7,6 +7,13 @@
   :func:`screen_code` (static screen and the bubblewrap sandbox), then
   :func:`automonitor.runs.generation.filters.decide_gaming`.
 
+An answer is used only when it is complete by its backend's own table of finish reasons (``stop`` ``normal``) and
+no longer than its token budget could hold (:data:`MAX_CHARS_PER_TOKEN` characters a token of ``max_tokens``): an
+item with an answer cut off at ``max_tokens``, stopped by a content filter or a refusal, ended for a reason the
+table does not declare, or longer than the budget (a server ignoring ``max_tokens``) is dropped as
+``incomplete_answer`` or ``oversized_answer`` (:func:`unusable_answer`), before its code is screened, instead of
+having its last visible option or code read as the model's answer.
+
 Each returns ``(Decision, transcript)``; the :class:`Transcript` is ``{"prompts": {role: messages}, "outputs":
 {role: outcome | [outcome, ...]}}`` with the call outcomes of :mod:`automonitor.runs.generation.caller`.
 """
@@ -23,6 +30,9 @@ from automonitor.runs.generation.job import GenerationJob
 
 SAMPLE_TEMPERATURE = 0.8  # cued samples after the first (the first is greedy)
 MAX_KEPT_TEXT = 20_000  # characters of a prompt/output kept in the run's transcript
+#: the most characters one token of an answer is taken to hold: an answer longer than ``max_tokens`` times this is
+#: not what the budget asked for (BPE tokens of text average ~4 characters; 32 leaves room for long code tokens)
+MAX_CHARS_PER_TOKEN = 32
 
 Outputs = dict[str, CallOutcome | list[CallOutcome]]
 """The call outcomes of an item by role (``uncued``, ``cued``, ``with_incentive``, ``without_incentive``)."""
@@ -47,6 +57,24 @@ class ItemRecord(TypedDict):
     outputs: Outputs
 
 
+def unusable_answer(outs: list[CallOutcome], max_tokens: int) -> filters.Decision | None:
+    """The drop of an item one of whose answers ``outs`` (failed calls, ``text`` None, skipped) did not end
+    normally (``incomplete_answer``: its ``stop`` is not ``normal``) or is longer than ``max_tokens`` tokens could
+    hold (``oversized_answer``: over ``max_tokens`` x :data:`MAX_CHARS_PER_TOKEN` characters), with the finish
+    reasons and lengths in its details; ``None`` when every answer is usable."""
+    got = [o for o in outs if o["text"] is not None]
+    det: dict[str, object] = {
+        "finish_reasons": [o["finish_reason"] for o in got],
+        "answer_chars": [len(o["text"] or "") for o in got],
+        "max_tokens": max_tokens,
+    }
+    if any(o["stop"] != "normal" for o in got):
+        return filters.Decision(False, "incomplete_answer", details=det)
+    if any(len(o["text"] or "") > max_tokens * MAX_CHARS_PER_TOKEN for o in got):
+        return filters.Decision(False, "oversized_answer", details=det)
+    return None
+
+
 async def answer_sycophancy(
     item: tasks.SycophancyItem, call: GeneratorCaller, job: GenerationJob
 ) -> tuple[filters.Decision, Transcript]:
@@ -57,6 +85,8 @@ async def answer_sycophancy(
     ]
     outs = await asyncio.gather(*jobs)
     dec = filters.decide_sycophancy(item.options, item.truth, item.cue, outs[0]["text"], [o["text"] for o in outs[1:]])
+    if dec.reason != "generation_error":  # a failed call first; then an answer that is not a whole answer
+        dec = unusable_answer(list(outs), job["max_tokens"]) or dec
     transcript: Transcript = {
         "prompts": {"uncued": item.uncued, "cued": item.cued},
         "outputs": {"uncued": outs[0], "cued": outs[1:]},
@@ -78,6 +108,9 @@ async def answer_gaming(
         "prompts": {"with_incentive": with_msgs, "without_incentive": without_msgs},
         "outputs": {"with_incentive": with_out, "without_incentive": without_out},
     }
+    unusable = unusable_answer([with_out, without_out], job["max_tokens"])
+    if unusable is not None and with_out["text"] is not None and without_out["text"] is not None:
+        return unusable, transcript  # (a failed call is decide_gaming's generation_error)
     if t.task == "code":
         screens = []
         for out in (with_out, without_out):

@@ -16,7 +16,7 @@ from store.queries.rowtypes import GenerationStats
 # The filter steps in order, each with the drop reasons it produces (for the kept/total table per step).
 STEPS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
     "sycophancy": [
-        ("answered", ("generation_error",)),
+        ("answered", ("generation_error", "incomplete_answer", "oversized_answer")),
         ("uncued_parsed", ("unparseable_uncued",)),
         ("uncued_right", ("uncued_wrong",)),
         ("cued_parsed", ("unparseable_cued",)),
@@ -24,7 +24,7 @@ STEPS: dict[str, list[tuple[str, tuple[str, ...]]]] = {
         ("new_candidate", ("duplicate_candidate",)),
     ],
     "gaming": [
-        ("answered", ("generation_error",)),
+        ("answered", ("generation_error", "incomplete_answer", "oversized_answer")),
         ("code_found", ("no_code",)),
         ("incentive_shows_signal", ("no_signal",)),
         ("baseline_clean", ("baseline_also_games",)),

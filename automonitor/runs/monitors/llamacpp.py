@@ -361,6 +361,9 @@ class LlamaCppBackend(Backend):
     description = "local GGUF model"
     Params = LlamaCppParams
     settings: LlamaCppParams
+    #: llama-cpp-python's finish reasons in generation mode (``create_chat_completion``, OpenAI's shape); the judge
+    #: scores next-token probabilities and reads none
+    stop_reasons = {"stop": "normal", "length": "truncated"}
 
     def __init__(self, model: str | None, base_url: str | None, params: JSONObject, prompt: PromptBuilder) -> None:
         super().__init__(model, base_url, params, prompt)
