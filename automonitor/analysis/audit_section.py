@@ -9,8 +9,9 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from automonitor.data.audit.params import EDITIONS, FLAG_AUROC
-from automonitor.data.audit.report_md import fmt2
+from automonitor.data.audit.report_md import fmt2, rounded_figures
 from automonitor.escaping import md_cell
+from automonitor.jsontypes import JSONObject
 from automonitor.analysis.report_schema import AuditBaselines, Report, as_report
 
 
@@ -61,8 +62,10 @@ def _report_audits(engine: Engine, run_editions: list[str | None]) -> dict[str, 
 
 
 def _compact_audit(doc: dict[str, Any]) -> dict[str, Any]:
-    """The part of an audit document a report carries: compact slices, leakage counts, controls."""
-    return {
+    """The part of an audit document a report carries: compact slices, leakage counts, controls, its figures
+    rounded as ``automonitor audit --json`` prints them (:func:`~automonitor.data.audit.report_md.rounded_figures`:
+    the report and the audit show the same numbers; the flags were decided on the unrounded ones)."""
+    compact: JSONObject = {
         "slices": [
             {k: s[k] for k in ("source", "category", "task", "kind", "pairs", "baselines", "flagged")}
             for s in doc["slices"]
@@ -70,6 +73,10 @@ def _compact_audit(doc: dict[str, Any]) -> dict[str, Any]:
         "leakage": {k: doc["leakage"][k] for k in ("near_duplicate_pairs", "shared_conversations")},
         "controls": {k: doc["controls"][k] for k in ("samples", "far")},
     }
+    rounded = rounded_figures(compact)
+    if not isinstance(rounded, dict):  # pragma: no cover - rounding keeps a JSON object an object
+        raise TypeError("an audit document rounds to a JSON object")
+    return rounded
 
 
 def report_markdown(rep: Report | dict[str, Any]) -> str:
