@@ -60,7 +60,10 @@ row = ui.picked_row(
 picked = df.iloc[row]["generation_id"] if row is not None else rows[0]["generation_id"]
 sel = next(r for r in rows if r["generation_id"] == picked)
 if sel["error"]:  # a run stopped by its generator (never reached, a bad key, a long Retry-After): why, and the fix
-    st.error(f"{ui.md(picked)} ended {ui.md(sel['status'])}: {ui.md(sel['error'])}")
+    # the line itself as plain text (st.code): its URL and command copy as they are (markdown escaping would put
+    # invisible joiners into them)
+    st.error(f"{ui.md(picked)} ended {ui.md(sel['status'])}; why, and the fix:")
+    ui.code_block(sel["error"])  # (invisible characters a server put in it shown as markers)
 st.subheader(f"Filter steps of {views.md_escape(picked)}")
 steps = views.generation_steps_frame(sel)
 st.dataframe(
@@ -74,7 +77,8 @@ st.dataframe(
 st.subheader(f"Items of {views.md_escape(picked)}")
 items = generation_items(eng, picked)
 if not items:
-    st.caption("No items processed yet.")
+    live = sel["status"] in ("pending", "running")
+    st.caption("No items processed yet." if live else f"No item processed: the run ended {ui.md(sel['status'])} first.")
     st.stop()
 only = st.radio("Show", ("all", "kept", "dropped"), horizontal=True, key=f"{PAGE}.show")
 for i, it in enumerate(items):

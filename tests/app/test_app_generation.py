@@ -104,9 +104,12 @@ def test_a_generation_stopped_by_its_generator_shows_why_on_the_page(tmp_path):
             execute_generation(eng, create_generation(eng, spec))
     with StoreEnv(url):
         at = ok(app("pages/generation.py").run())
-    (err,) = [e.value for e in at.error]  # markdown-escaped (the error quotes the server's message)
-    plain = err.replace("\\", "").replace("\u2060", "")
-    assert "ended failed: GenerationStopped: stopped: the generator at http://127.0.0.1:" in plain
-    assert "Error code: 401" in plain and "check --generator, --base-url" in plain
+    (err,) = [e.value for e in at.error]
+    assert err.replace("\\", "").endswith("ended failed; why, and the fix:")
+    # the line as plain text, as stored: the URL copies without markdown escapes or invisible joiners
+    (line,) = [c.value for c in at.code if "GenerationStopped" in c.value]
+    assert line.startswith("GenerationStopped: stopped: the generator at http://127.0.0.1:") and "\u2060" not in line
+    assert "Error code: 401" in line and "check --generator, --base-url" in line
+    assert "No item processed: the run ended failed first." in [c.value for c in at.caption]
     assert at.dataframe[0].value["status"].tolist() == ["failed"]
     eng.dispose()
