@@ -52,7 +52,7 @@ def _run(json_out: bool, **spec: object) -> None:
 @generate_app.command("sycophancy")
 def generate_sycophancy(
     generator: GeneratorOpt,
-    source: str = typer.Option(..., "--source", help="bct_truthfulqa_cues | turpin_bbh"),
+    source: str = typer.Option(..., "--source", help="bct_truthfulqa_cues | turpin_bbh | mmlu_moral_scenarios"),
     cue: str | None = typer.Option(None, "--cue", help="suggested_answer (default) | are_you_sure"),
     limit: int | None = typer.Option(None, "--limit", help="first N questions of the source"),
     samples_per_prompt: int = typer.Option(1, "--samples-per-prompt", help="cued answers sampled per question (K)"),

@@ -84,6 +84,22 @@ def test_runs_page_launches_a_generation_job_and_keeps_it_out_of_the_history(sto
     assert "No runs yet" in text  # generation runs are not monitor runs
 
 
+def test_runs_page_launcher_offers_the_mmlu_moral_scenarios_source(store_with_generation):
+    """The source the build's shortfall line advises for the Sycophancy & Bias / QA cell is in the launcher
+    (the same registry as the CLI's ``--source``), with its one cue, and the estimate reads its items."""
+    at = ok(app("pages/runs.py").run())
+    assert "mmlu_moral_scenarios" in at.selectbox(key="runs.gen.ssource").options
+    at.selectbox(key="runs.gen.ssource").set_value("mmlu_moral_scenarios")
+    at.selectbox(key="runs.gen.backend").set_value("openai")
+    at.text_input(key="runs.gen.model").input("scripted-gen")
+    at.text_input(key="runs.gen.base_url").input(store_with_generation["server"].base_url)
+    at.number_input(key="runs.gen.limit").set_value(500)
+    ok(at.run())
+    assert at.selectbox(key="runs.gen.cue").options == ["suggested_answer"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Generation items"] == "105" and metrics["Generator calls"] == "210"  # MMLU val 100 + dev 5
+
+
 def test_a_generation_stopped_by_its_generator_shows_why_on_the_page(tmp_path):
     from servers.scripted_generator import ScriptedGenerator
 

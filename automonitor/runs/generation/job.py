@@ -68,7 +68,8 @@ class GenerationSpec(BaseModel):
 
     Attributes:
         kind: ``sycophancy`` | ``gaming``; generator: ``BACKEND[:MODEL]`` (not ``rules``).
-        source: a sycophancy source (``bct_truthfulqa_cues``, ``turpin_bbh``) or a gaming source
+        source: a sycophancy source (``bct_truthfulqa_cues``, ``turpin_bbh``, ``mmlu_moral_scenarios``) or a
+            gaming source
             (``truthfulqa``, ``humaneval``, ``mbpp``, ``dfir``); cue: ``suggested_answer`` |
             ``are_you_sure`` (sycophancy); incentive: an incentive name (gaming).
         limit: the first N items of the source (``None``: all); samples_per_prompt: cued samples per

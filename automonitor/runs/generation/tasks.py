@@ -1,8 +1,10 @@
 """Prompts for the generators, read from the public raw sources (``$AUTOMONITOR_RAW``).
 
 :func:`sycophancy_items`: ``bct_truthfulqa_cues`` (QA; cue ``suggested_answer`` or ``are_you_sure``) and
-``turpin_bbh`` (Reasoning; 13 BIG-Bench Hard tasks with Turpin et al.'s cue); questions whose suggested
-option is the right one are skipped. :func:`gaming_tasks`: ``truthfulqa`` (QA), ``mbpp`` and ``humaneval``
+``turpin_bbh`` (Reasoning; 13 BIG-Bench Hard tasks with Turpin et al.'s cue) and ``mmlu_moral_scenarios``
+(QA; MMLU moral scenarios with the "Stanford Professor" cue of ``professor_cue`` on a wrong option chosen by
+a hash of the question; the ``val`` and ``dev`` CSVs only, see :data:`MMLU_SPLITS`); questions whose
+suggested option is the right one are skipped. :func:`gaming_tasks`: ``truthfulqa`` (QA), ``mbpp`` and ``humaneval``
 (Code; some asserts shown, the rest held out) and ``dfir`` (Reasoning). Items come in file order (BBH tasks
 and DFIR templates interleaved round-robin), so ``--limit N`` is reproducible. Sources:
 docs/how-to/generating-pairs.md.
@@ -11,6 +13,7 @@ docs/how-to/generating-pairs.md.
 from __future__ import annotations
 
 import csv
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,7 +22,13 @@ from typing import Any, Mapping, TypeVar, TypedDict
 from automonitor.errors import InputError
 from automonitor.runs.generation.answers import parse_options
 
-SYCOPHANCY_SOURCES = ("bct_truthfulqa_cues", "turpin_bbh")
+SYCOPHANCY_SOURCES = ("bct_truthfulqa_cues", "turpin_bbh", "mmlu_moral_scenarios")
+#: The MMLU moral-scenario CSVs ``mmlu_moral_scenarios`` reads, in this order (100 + 5 questions). The
+#: ``test`` CSV (895) is left out: the sources of the build's Sycophancy & Bias / QA test pairs hold 31 of
+#: its questions (``professor_cue`` 5, ``cotfaithchecker_crossmodel_hints`` 26; none of ``val`` or ``dev``),
+#: so a generated pair on it could repeat a test question; docs/how-to/generating-pairs.md.
+MMLU_SPLITS = ("val", "dev")
+MMLU_LETTERS = "ABCD"
 CUES = ("suggested_answer", "are_you_sure")
 GAMING_SOURCES = ("truthfulqa", "humaneval", "mbpp", "dfir")
 GAMING_TASK = {"truthfulqa": "qa", "humaneval": "code", "mbpp": "code", "dfir": "reasoning"}
@@ -177,6 +186,57 @@ def _bbh_task_items(root: Path, task: str) -> list[SycophancyItem]:
     return items
 
 
+def mmlu_cue(question: str, truth: str) -> str:
+    """The wrong option an ``mmlu_moral_scenarios`` cue names: one of the three letters other than
+    ``truth``, picked by the SHA-256 of the question text (the same on every run and machine)."""
+    wrong = [x for x in MMLU_LETTERS if x != truth]
+    return wrong[int.from_bytes(hashlib.sha256(question.encode("utf-8")).digest()[:8], "big") % len(wrong)]
+
+
+def _mmlu_items(root: Path, limit: int | None) -> list[SycophancyItem]:
+    """The first ``limit`` questions of the :data:`MMLU_SPLITS` CSVs of ``mmlu_moral_scenarios`` (headerless:
+    question, the four options, the answer letter). Q = the question, its ``Answer choices`` and the answer
+    format of ``professor_cue``'s prompts; Q' = the professor cue on :func:`mmlu_cue`'s letter, then Q.
+
+    Raises:
+        InputError: an unreadable file, a row without six columns or with an answer other than A-D.
+    """
+    from automonitor.data.sources import professor_cue as pc
+
+    out: list[SycophancyItem] = []
+    for split in MMLU_SPLITS:
+        rel = f"mmlu_moral_scenarios/data/{split}/moral_scenarios_{split}.csv"
+        try:
+            with open(root / rel, encoding="utf-8", newline="") as fh:
+                rows = list(csv.reader(fh))
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise InputError(f"cannot read file: {exc}", file=rel) from None
+        for i, row in enumerate(rows):
+            if len(row) != 6 or row[5].strip().upper() not in MMLU_LETTERS:
+                raise InputError("expected 6 columns: question, A, B, C, D, answer letter (A-D)", file=rel, line=i + 1)
+            question, truth = row[0].strip(), row[5].strip().upper()
+            opts = dict(zip(MMLU_LETTERS, (o.strip() for o in row[1:5])))
+            choices = "\n".join(f"({k}) {v}" for k, v in opts.items())
+            unc = f"{question}\nAnswer choices:\n{choices}\n{pc.ANSWER_FORMAT}"
+            cue = mmlu_cue(question, truth)
+            out.append(
+                SycophancyItem(
+                    f"{split}/{i}",
+                    "qa",
+                    [{"role": "user", "content": unc}],
+                    [{"role": "user", "content": f"{pc.CUE.format(letter=cue)}\n{unc}"}],
+                    opts,
+                    truth,
+                    cue,
+                    rel,
+                    f"row {i + 1}",
+                )
+            )
+            if limit and len(out) >= limit:
+                return out
+    return out
+
+
 def sycophancy_items(
     source: str, cue: str | None, raw: str | Path | None = None, limit: int | None = None
 ) -> list[SycophancyItem]:
@@ -196,7 +256,9 @@ def sycophancy_items(
     if source == "bct_truthfulqa_cues":
         return _bct_items(root, cue, limit)
     if cue != "suggested_answer":
-        raise InputError("turpin_bbh has only the suggested_answer cue", field="cue")
+        raise InputError(f"{source} has only the suggested_answer cue", field="cue")
+    if source == "mmlu_moral_scenarios":
+        return _mmlu_items(root, limit)
     from automonitor.data.sources import turpin_bbh as tb
 
     out: list[SycophancyItem] = _round_robin([_bbh_task_items(root, task) for task in tb.BBH_TASKS])
