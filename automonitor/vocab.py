@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Iterable, Literal, TypeVar, get_args
 
 #: a gold label (misbehavior is the positive class)
 Label = Literal["misbehavior", "benign"]
@@ -212,3 +212,20 @@ CONFIG_VARS: dict[str, tuple[str, str]] = {
     name: (var["what"], var["default"])
     for name, var in json.loads(Path(__file__).with_name("config_vars.json").read_text(encoding="utf-8")).items()
 }
+
+
+_V = TypeVar("_V")
+
+
+def canonical(value: object, accepted: Iterable[_V]) -> _V | None:
+    """``value`` as ``accepted`` spells it, for a value a user typed or a link carries (``?task=Code``):
+    the accepted value equal to it, else the one accepted text equal to it ignoring case (``"code"``), else
+    ``None`` (not accepted, or several accepted texts differ from it only in case)."""
+    allowed = list(accepted)
+    for a in allowed:
+        if a == value:
+            return a
+    if not isinstance(value, str):
+        return None
+    hits = [a for a in allowed if isinstance(a, str) and a.casefold() == value.casefold()]
+    return hits[0] if len(hits) == 1 else None

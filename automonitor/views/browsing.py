@@ -15,6 +15,7 @@ from automonitor.errors import InputError, NotFound
 from automonitor.escaping import esc as _esc
 from automonitor.escaping import reveal_invisible
 from automonitor.views.cells import display_frame
+from automonitor.vocab import canonical
 
 
 PAGE_SIZES: tuple[int, ...] = (50, 100, 200, 500)
@@ -249,10 +250,12 @@ def link_value_warning(param: str, given: Iterable[str], accepted: Iterable[obje
     """The warning for a link (URL query) parameter ``param`` whose values ``given`` include some that are not
     in ``accepted``: the parameter, the values ignored and the values it accepts (at most
     :data:`LINK_WARNING_MAX` of each, values quoted and cut to 60 characters); ``None`` when every value is
-    accepted. The page keeps the accepted values and the other parameters. Plain text holding untrusted
-    values: the caller escapes it (``md_escape``)."""
+    accepted. A value that differs from an accepted one only in case (``?task=Code``) is accepted
+    (:func:`automonitor.vocab.canonical`; the page's filter takes the accepted spelling). The page keeps the
+    accepted values and the other parameters. Plain text holding untrusted values: the caller escapes it
+    (``md_escape``)."""
     allowed = [str(a) for a in accepted]
-    bad = list(dict.fromkeys(v for v in given if v not in allowed))
+    bad = list(dict.fromkeys(v for v in given if canonical(v, allowed) is None))
     if not bad:
         return None
 

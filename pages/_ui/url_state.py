@@ -8,6 +8,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import streamlit as st
 
+from automonitor.vocab import canonical
+
 
 def qp(key: str, default: str | None = None) -> str | None:
     """One query parameter (last value) or ``default``."""
@@ -51,7 +53,8 @@ def seed_state(
     link, a link from another page, or browser navigation); otherwise the widget keeps its state. When
     the URL carries nothing and the widget state is gone (the page was reopened from the sidebar), the
     value last synced by :func:`sync_qp` comes back.
-    Values not in ``valid`` are dropped (a forged link cannot inject an unknown option)."""
+    Values not in ``valid`` are dropped (a forged link cannot inject an unknown option); a value that differs
+    from one of ``valid`` only in case becomes that one (:func:`automonitor.vocab.canonical`)."""
     skey = f"{page}.{key}"
     mark = f"{skey}.__url"
     raw = qp_list(key) if multi else qp(key)
@@ -77,7 +80,8 @@ def seed_state(
             vals = parsed
         if valid is not None:
             allowed = list(valid)
-            vals = [v for v in vals if v in allowed]
+            # in the spelling of ``valid``: a link's ``Code`` is the option ``code`` (vocab.canonical)
+            vals = [c for c in (canonical(v, allowed) for v in vals) if c is not None]
         value = vals if multi else (vals[0] if vals else None)
         if value not in (None, []) and (restored or st.session_state.get(mark) != value):
             st.session_state[skey] = value

@@ -108,6 +108,23 @@ def test_samples_link_with_an_unknown_filter_value_warns_and_keeps_the_other_fil
     assert "**38** matching samples" in at.markdown[0].value  # nothing else filtered
 
 
+def test_samples_link_values_match_the_vocabulary_ignoring_case(seeded):
+    """``?task=Code`` was refused with a warning (only ``task=code`` worked): a value that differs from an
+    option only in case selects that option, without a warning, and the URL takes the option's spelling."""
+    lower = ok(app("pages/samples.py", category="sycophancy_bias", label="benign", status="gold").run())
+    at = ok(app("pages/samples.py", category="Sycophancy_Bias", label=["BENIGN"], status="Gold").run())
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.multiselect(key="samples.category").value == ["sycophancy_bias"]
+    assert at.multiselect(key="samples.label").value == ["benign"]
+    assert at.selectbox(key="samples.status").value == "gold"
+    assert "**6** matching samples" in at.markdown[0].value == lower.markdown[0].value
+    assert at.query_params.get("category") in (["sycophancy_bias"], "sycophancy_bias"), at.query_params
+    at = ok(app("pages/samples.py", task=["Code", "bogus"]).run())
+    warns = [w.value for w in at.warning]
+    assert len(warns) == 1 and "bogus" in warns[0] and "Code" not in warns[0]
+    assert at.multiselect(key="samples.task").value == ["code"]
+
+
 @pytest.fixture
 def ann_store(tmp_path, monkeypatch):
     url = f"sqlite:///{tmp_path / 'ann.db'}"

@@ -109,6 +109,23 @@ def test_link_value_warning_names_the_parameter_the_values_ignored_and_those_acc
     assert "<b>" not in views.md_escape(hostile)  # the page shows it escaped
 
 
+def test_link_values_match_the_vocabulary_ignoring_case():
+    """``?task=Code`` on the Samples page was refused with a warning; only ``task=code`` worked."""
+    from automonitor import vocab
+
+    assert vocab.canonical("Code", vocab.TASKS) == "code" and vocab.canonical("code", vocab.TASKS) == "code"
+    assert vocab.canonical("SYCOPHANCY_BIAS", vocab.CATEGORIES) == "sycophancy_bias"
+    assert vocab.canonical("Misbehavior", vocab.LABELS) == "misbehavior"
+    assert vocab.canonical("bogus", vocab.TASKS) is None and vocab.canonical("", vocab.TASKS) is None
+    assert vocab.canonical("x", ["X", "x"]) == "x"  # the exact spelling first
+    assert vocab.canonical("X", ["x", "X"]) == "X"
+    assert vocab.canonical("Ab", ["aB", "ab"]) is None  # two options differ only in case: neither is guessed
+    assert vocab.canonical(100, [50, 100]) == 100 and vocab.canonical(7, [50, 100]) is None
+    assert views.link_value_warning("task", ["Code", "QA"], vocab.TASKS) is None
+    w = views.link_value_warning("task", ["Code", "bogus"], vocab.TASKS)
+    assert w is not None and "'bogus'" in w and "'Code'" not in w
+
+
 def test_filter_cell_by_outcome_score_ids_and_search():
     df = pd.DataFrame(
         {
