@@ -116,6 +116,21 @@ def check_password(name: str, password: object) -> str:
     return password
 
 
+def check_new_account(name: str, role: str, password: str) -> str:
+    """The cleaned ``name`` of a new account when ``name``, ``role`` and ``password`` are acceptable, checked
+    without a store (the command line checks them before it creates a store for the first account: bad input
+    changes nothing, not even the store file).
+
+    Raises:
+        InputError: empty/too long name (field ``name``), unknown role (field ``role``), a password the policy
+            refuses (field ``password``)."""
+    name = _clean_name(name)
+    if role not in ROLES:
+        raise InputError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}", field="role")
+    check_password(name, password)
+    return name
+
+
 def create_user(engine: Engine, name: str, role: str, password: str, *, actor: Account | None = None) -> Account:
     """Create an account and return it; the creation is recorded (``account_event``: who, when).
 
@@ -132,10 +147,7 @@ def create_user(engine: Engine, name: str, role: str, password: str, *, actor: A
         PermissionDenied: ``actor`` is not an admin.
     """
     actor = require_admin(actor if actor is not None else SYSTEM)
-    name = _clean_name(name)
-    if role not in ROLES:
-        raise InputError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}", field="role")
-    check_password(name, password)
+    name = check_new_account(name, role, password)
     pw_hash = hasher.hash(password)
     try:
         with session_scope(engine) as s:

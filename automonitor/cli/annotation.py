@@ -54,9 +54,10 @@ def users_add(
     json_out: bool = typer.Option(False, "--json", help="print the account as JSON"),
 ) -> None:
     """Create an account (the password is stored argon2id-hashed, never echoed)."""
-    from automonitor.annotation.accounts import create_user
+    from automonitor.annotation.accounts import check_new_account, create_user
 
     password = _read_password(password_stdin)
+    check_new_account(name, role, password)  # before a store is created for it: bad input creates nothing
     acc = create_user(open_store(create=True), name, role, password)
     emit(json_out, {"id": acc.id, "name": acc.name, "role": acc.role}, f"created {acc.role} {acc.name}")
 

@@ -49,6 +49,23 @@ def test_users_add_creates_the_store_and_says_so_then_errors_name_it(tmp_path):
     assert r.returncode == 2 and "no account named 'carol'" in r.stderr and f"(store: {url})" in r.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "password", "field"),
+    [
+        (["users", "add", "root", "--role", "admin"], "short", "at least 12"),
+        (["users", "add", "root", "--role", "owner"], "a long enough password", "unknown role"),
+        (["users", "add", "   ", "--role", "admin"], "a long enough password", "name"),
+    ],
+)
+def test_users_add_with_bad_input_creates_no_store(tmp_path, args, password, field):
+    # bad input changes nothing: not even the store file the first account would have created (trial54: a short
+    # password printed "created a new store" and then failed, leaving the empty store behind)
+    db = tmp_path / "new.db"
+    r = run_cli_in_process([*args, "--password-stdin"], db=f"sqlite:///{db}", input=password + "\n")
+    assert r.returncode == 2 and field in r.stderr and "created a new store" not in r.stderr
+    assert not db.exists() and list(tmp_path.iterdir()) == []
+
+
 def test_a_postgres_url_without_schema_is_refused_with_the_password_masked(pg_url):
     from sqlalchemy.engine import make_url
 
