@@ -28,7 +28,7 @@ app.add_typer(generate_app, name="generate")
 def _print(doc: GenerationSummary) -> None:
     err_console.print(
         f"generation {doc['generation_id']} ({doc['status']}): {doc['prompts']} prompts, "
-        f"{doc['kept']} kept, {doc['candidates_added']} candidate pairs added; "
+        f"{doc['kept']} kept, {doc['candidates_added']} candidate pair{'' if doc['candidates_added'] == 1 else 's'} added; "
         f"{doc['calls']} calls, {doc['cache_hits']} cache hits, ${doc['cost_usd']:.4f}"
     )
     for reason, n in sorted(doc["dropped"].items()):

@@ -151,6 +151,13 @@ def test_bad_generate_options_exit_2_and_write_nothing(sqlite_engine, sqlite_url
 
     for args, field in (
         (["sycophancy", "--generator", "rules", "--source", "turpin_bbh"], "generator"),
+        # a backend that cannot generate, and an unknown one, are the generator's errors (not 'monitor'), listing
+        # only the backends that can (those implementing Backend.generate)
+        (["sycophancy", "--generator", "probe:x", "--source", "turpin_bbh"], "field 'generator': the probe backend"),
+        (
+            ["sycophancy", "--generator", "nosuch:x", "--source", "turpin_bbh"],
+            "choose one of llamacpp, openai, anthropic",
+        ),
         (["sycophancy", "--generator", "llamacpp", "--source", "nope"], "source"),
         (["sycophancy", "--generator", "llamacpp", "--source", "turpin_bbh", "--cue", "are_you_sure"], "cue"),
         (["gaming", "--generator", "llamacpp", "--source", "mbpp", "--incentive", "word_count"], "incentive"),

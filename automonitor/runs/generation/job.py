@@ -17,7 +17,7 @@ from typing_extensions import NotRequired
 from automonitor.errors import InputError
 from automonitor.runs.generation import tasks
 from automonitor.runs.generation.incentives import load_incentive
-from automonitor.runs.monitors import create_backend, parse_monitor_spec
+from automonitor.runs.monitors import create_backend, generator_backends, parse_monitor_spec
 from automonitor.runs.monitors.pricing import resolve_price
 from automonitor.runs.monitors.backend import Backend
 from automonitor.runs.params import redact_url
@@ -141,9 +141,10 @@ def build_job(spec: GenerationSpec) -> GenerationJob:
     limit, samples_per_prompt, max_tokens = spec.limit, spec.samples_per_prompt, spec.max_tokens
     if kind not in KINDS:
         raise InputError(f"unknown generation kind {kind!r}; choose sycophancy or gaming", field="kind")
-    mon = parse_monitor_spec(spec.generator)
-    if mon.backend == "rules":
-        raise InputError("the rules backend cannot generate text; use llamacpp, openai or anthropic", field="generator")
+    gens = generator_backends()
+    mon = parse_monitor_spec(spec.generator, field="generator", choices=gens)
+    if mon.backend not in gens:
+        raise InputError(f"the {mon.backend} backend cannot generate text; use {', '.join(gens)}", field="generator")
     if base_url is not None and not base_url.startswith(("http://", "https://")):
         raise InputError(f"--base-url must be an http(s) URL, got {redact_url(base_url)!r}", field="base-url")
     if base_url and redact_url(base_url) != base_url:  # a generation job is stored as given: no secret in it

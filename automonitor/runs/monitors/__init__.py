@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 import unicodedata
 from dataclasses import dataclass
+from typing import Sequence
 
 from automonitor.jsontypes import JSONObject
 from automonitor.errors import InputError
@@ -46,24 +47,32 @@ class MonitorSpec:
         return f"{self.backend}:{self.model}"
 
 
-def parse_monitor_spec(spec: str) -> MonitorSpec:
-    """Parse ``BACKEND[:MODEL]`` (the model may itself contain ``:`` or ``/``).
+def parse_monitor_spec(spec: str, *, field: str = "monitor", choices: Sequence[str] | None = None) -> MonitorSpec:
+    """Parse ``BACKEND[:MODEL]`` (the model may itself contain ``:`` or ``/``). ``field``: the option it came
+    from, named in errors (``monitor``, ``generator``); ``choices``: the backends an unknown name is told to pick
+    from (default every backend).
 
     Raises:
         InputError: empty spec, control or format characters (the name is printed by ``runs`` and
-            ``report``: no terminal escape may be stored in it) or unknown backend (field ``monitor``).
+            ``report``: no terminal escape may be stored in it) or unknown backend (field ``field``).
     """
     spec = (spec or "").strip()
     if not spec:
-        raise InputError("empty monitor; use BACKEND[:MODEL]", field="monitor")
+        raise InputError(f"empty {field}; use BACKEND[:MODEL]", field=field)
     if any(unicodedata.category(ch).startswith("C") for ch in spec):
-        raise InputError("the monitor contains control characters", field="monitor")
+        raise InputError(f"the {field} contains control characters", field=field)
     backend, _, model = spec.partition(":")
     backend = backend.strip().lower()
     if backend not in REGISTRY:
-        raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(REGISTRY)}", field="monitor")
+        raise InputError(f"unknown backend {backend!r}; choose one of {', '.join(choices or REGISTRY)}", field=field)
     model = model.strip() or (REGISTRY[backend].default_model or "")
     return MonitorSpec(backend, model)
+
+
+def generator_backends() -> list[str]:
+    """The backends that can generate free text (the generator of ``automonitor generate sycophancy|gaming``):
+    those whose class implements :meth:`Backend.generate` (registry order)."""
+    return [name for name, cls in REGISTRY.items() if cls.generate is not Backend.generate]
 
 
 def backend_class(backend: str) -> type[Backend]:
@@ -102,6 +111,7 @@ __all__ = [
     "TransientError",
     "backend_class",
     "create_backend",
+    "generator_backends",
     "is_loopback",
     "parse_monitor_spec",
     "register",
