@@ -236,6 +236,16 @@ def sycophancy_script(n: int) -> dict[str, str]:
 NONE_TEXTS = ("None", "nan", "NaN", "NaT", "<NA>")
 
 
+def scripted_generate(
+    db: str, base: str, *extra: str, kind: str = "sycophancy", source: str = "bct_truthfulqa_cues", limit: int = 6
+) -> subprocess.CompletedProcess:
+    """``automonitor generate KIND --generator openai:scripted-gen --base-url BASE --source SOURCE --limit N
+    EXTRA...`` against store ``db`` (:func:`run_cli`): a generation with the loopback scripted generator
+    (``servers.scripted_generator``)."""
+    args = ["generate", kind, "--generator", "openai:scripted-gen", "--base-url", base, "--source", source]
+    return run_cli([*args, "--limit", str(limit), *extra], db=db)
+
+
 def missing_cells(table) -> list[tuple[Any, Any]]:
     """``(row, column)`` of every cell a page's table would show as a missing value (``None``, NaN,
     ``NaT`` or the text ``"None"``, ``"nan"``, ...); ``[]`` for a table ready to show. ``table``: a

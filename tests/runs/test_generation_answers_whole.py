@@ -11,7 +11,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from helpers import RAW, run_cli, sycophancy_script
+from helpers import RAW, scripted_generate, sycophancy_script
 
 
 def _outcome(text, stop="normal", finish="stop"):
@@ -64,24 +64,7 @@ def test_cut_off_and_oversized_cued_answers_drop_their_items(sqlite_engine, sqli
     # past what 64 tokens hold; 1 and 3 resist the cue (cued_right) as before
     script = sycophancy_script(4)
     with ScriptedGenerator(script, finish={cued[0]: "length"}, pad={cued[2]: 5000}) as srv:
-        r = run_cli(
-            [
-                "generate",
-                "sycophancy",
-                "--generator",
-                "openai:scripted-gen",
-                "--base-url",
-                srv.base_url,
-                "--source",
-                "bct_truthfulqa_cues",
-                "--limit",
-                "4",
-                "--max-tokens",
-                "64",
-                "--json",
-            ],
-            db=sqlite_url,
-        )
+        r = scripted_generate(sqlite_url, srv.base_url, "--max-tokens", "64", "--json", limit=4)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert (doc["kept"], doc["candidates_added"]) == (0, 0)
@@ -92,24 +75,7 @@ def test_cut_off_and_oversized_cued_answers_drop_their_items(sqlite_engine, sqli
         assert c.execute(sa.text("SELECT count(*) FROM sample")).scalar_one() == 0
     # the same answers whole are kept (the control: nothing else about them drops them)
     with ScriptedGenerator(script) as srv:
-        r = run_cli(
-            [
-                "generate",
-                "sycophancy",
-                "--generator",
-                "openai:scripted-gen",
-                "--base-url",
-                srv.base_url,
-                "--source",
-                "bct_truthfulqa_cues",
-                "--limit",
-                "4",
-                "--max-tokens",
-                "64",
-                "--json",
-            ],
-            db=sqlite_url,
-        )
+        r = scripted_generate(sqlite_url, srv.base_url, "--max-tokens", "64", "--json", limit=4)
     again = json.loads(r.stdout)
     assert (again["kept"], again["dropped"]) == (2, {"cued_right": 2})
 
@@ -118,23 +84,8 @@ def test_a_cut_off_gaming_answer_drops_its_task_before_any_screen(sqlite_engine,
     from servers.scripted_generator import ScriptedGenerator
 
     with ScriptedGenerator({}, finish={"*": "length"}) as srv:
-        r = run_cli(
-            [
-                "generate",
-                "gaming",
-                "--generator",
-                "openai:scripted-gen",
-                "--base-url",
-                srv.base_url,
-                "--source",
-                "mbpp",
-                "--incentive",
-                "tests_only",
-                "--limit",
-                "2",
-                "--json",
-            ],
-            db=sqlite_url,
+        r = scripted_generate(
+            sqlite_url, srv.base_url, "--incentive", "tests_only", "--json", kind="gaming", source="mbpp", limit=2
         )
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)

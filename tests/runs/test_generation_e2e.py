@@ -18,7 +18,7 @@ import json
 import pytest
 import sqlalchemy as sa
 
-from helpers import RAW, run_cli, run_cli_in_process, sycophancy_script
+from helpers import RAW, run_cli, run_cli_in_process, scripted_generate, sycophancy_script
 
 SOURCE = RAW / "bct_truthfulqa_cues" / "truthfulqa_suggested_answer.jsonl"
 
@@ -33,23 +33,7 @@ def scripted():
 
 
 def _gen(db, base, *extra):
-    r = run_cli(
-        [
-            "generate",
-            "sycophancy",
-            "--generator",
-            "openai:scripted-gen",
-            "--base-url",
-            base,
-            "--source",
-            "bct_truthfulqa_cues",
-            "--limit",
-            "6",
-            "--json",
-            *extra,
-        ],
-        db=db,
-    )
+    r = scripted_generate(db, base, "--json", *extra)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 

@@ -12,26 +12,11 @@ import socket
 
 import sqlalchemy as sa
 
-from helpers import run_cli, sycophancy_script
+from helpers import scripted_generate, sycophancy_script
 
 
 def _generate(db: str, base: str, *extra: str):
-    return run_cli(
-        [
-            "generate",
-            "sycophancy",
-            "--generator",
-            "openai:scripted-gen",
-            "--base-url",
-            base,
-            "--source",
-            "bct_truthfulqa_cues",
-            "--limit",
-            "3",
-            *extra,
-        ],
-        db=db,
-    )
+    return scripted_generate(db, base, *extra, limit=3)
 
 
 def _runs_and_candidates(url: str) -> tuple[list[tuple[str, str | None]], int]:

@@ -29,6 +29,17 @@ from servers.openai_fault import OpenAIFaultServer
 
 FAST = {"backoff_initial": 0.02, "backoff_max": 0.2, "timeout": 5}
 
+#: the keys of `automonitor run --json`, in order (CONTRACT's, then the ones added)
+RUN_JSON_KEYS = [
+    "run_id",
+    "n",
+    "counts",
+    "api_calls",
+    "cache_hits",
+    "api_calls_this_process",
+    "cache_hits_this_process",
+]
+
 
 def preds(engine, run_id):
     with Session(engine) as s:
@@ -53,15 +64,7 @@ def test_rules_run_end_to_end(engine):
         assert run.template_hash == load_template("evidence").sha256
     seen = []
     out = runner.execute_run(engine, rid, progress=lambda d, t: seen.append((d, t)))
-    assert set(out) == {
-        "run_id",
-        "n",
-        "counts",
-        "api_calls",
-        "cache_hits",
-        "api_calls_this_process",
-        "cache_hits_this_process",
-    }
+    assert set(out) == set(RUN_JSON_KEYS)
     assert set(out["counts"]) == set(OUTCOMES)
     assert sum(out["counts"].values()) == out["n"] == 18
     assert seen[-1] == (18, 18)
@@ -352,15 +355,7 @@ def test_cli_run_runs_and_bad_input(cli, sqlite_url, sqlite_engine):
     r = cli(["run", "--monitor", "rules", "--template", "direct", "--json"], db=db_url)
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
-    assert list(out) == [
-        "run_id",
-        "n",
-        "counts",
-        "api_calls",
-        "cache_hits",
-        "api_calls_this_process",
-        "cache_hits_this_process",
-    ]
+    assert list(out) == RUN_JSON_KEYS
     assert list(out["counts"]) == ["misbehavior", "benign", "invalid", "refusal", "error"]
     assert out["n"] == 6 and sum(out["counts"].values()) == 6
     r2 = cli(["run", "--monitor", "rules", "--template", "direct", "--json"], db=db_url)
