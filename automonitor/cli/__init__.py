@@ -118,8 +118,10 @@ def command(args: Sequence[str] | None = None) -> TyperGroup:
             if getattr(p, "_runtime_param", False) is None and hasattr(p, "type_descriptor"):
                 # a typer parameter (recent releases: 0.29 here): its coercion, with pydantic only when needed
                 p._runtime_param = _PlainValues()  # type: ignore[attr-defined]
-        if c is not cmd and c.short_help is None and c.help:
-            c.short_help = summary_line(c.help)
+        if c is not cmd and c.help:
+            if c.short_help is None:
+                c.short_help = summary_line(c.help)
+            c.help = reflowed(c.help)
         stack += list(getattr(c, "commands", {}).values())
     return cmd
 
@@ -136,6 +138,16 @@ def summary_line(help_text: str) -> str:
     command's own ``--help`` still shows its whole help."""
     first = " ".join(inspect.cleandoc(help_text).split("\n\n", 1)[0].split())
     return _SENTENCE_END.split(first, 1)[0]
+
+
+def reflowed(help_text: str) -> str:
+    """A command's help with each paragraph on one line (paragraphs: blocks between blank lines), for its own
+    ``--help``: typer's rich help keeps a docstring's line breaks, so a docstring wrapped at 110 columns printed
+    lines cut mid-sentence at any other width (trial54: ``build --help``, "A different seed replaces / the
+    build-derived samples"); rich wraps the joined paragraph to the terminal instead. No command help has list
+    lines, which joining would merge."""
+    paragraphs = inspect.cleandoc(help_text).split("\n\n")
+    return "\n\n".join(" ".join(p.split()) for p in paragraphs if p.strip())
 
 
 class _TyperParameter(Protocol):

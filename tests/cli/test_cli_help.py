@@ -72,3 +72,20 @@ def test_group_help_lists_each_command_in_one_sentence_not_cut_at_the_docstrings
         "Counts of gold samples in a split by category, task and label (by_split and candidates cover the whole store)."
         in stats
     )
+
+
+def test_a_commands_own_help_is_wrapped_by_the_terminal_not_at_the_docstrings_line_breaks(tmp_path):
+    """Fresh-user trial 54: ``build --help`` printed "A different seed replaces" and "the build-derived samples" on
+    two lines at any width (the docstring's own break). Each paragraph is one line of help text, which rich wraps
+    to the terminal: at 400 columns every paragraph of every command's help is one printed line."""
+    from automonitor.cli import command
+
+    r = run_cli(["build", "--help"], db=f"sqlite:///{tmp_path / 'none.db'}", env={"COLUMNS": "400"})
+    assert r.returncode == 0, r.stderr
+    assert "A different seed replaces the build-derived samples (refused, exit 2" in r.stdout
+    stack = [command()]
+    while stack:
+        c = stack.pop()
+        stack += list(getattr(c, "commands", {}).values())
+        if c.help:
+            assert all("\n" not in p for p in c.help.split("\n\n")), c.name
