@@ -77,7 +77,7 @@ st.dataframe(
 st.subheader(f"Items of {views.md_escape(picked)}")
 items = generation_items(eng, picked)
 if not items:
-    live = sel["status"] in ("pending", "running")
+    live = sel["status"] in gen_ui.ACTIVE
     st.caption("No items processed yet." if live else f"No item processed: the run ended {ui.md(sel['status'])} first.")
     st.stop()
 only = st.radio("Show", ("all", "kept", "dropped"), horizontal=True, key=f"{PAGE}.show")

@@ -109,6 +109,12 @@ def failed_outcome(error: str) -> CallOutcome:
     }
 
 
+def stop_kind(stop_reasons: Mapping[str, StopKind], reason: object) -> StopKind | None:
+    """What a backend's table ``stop_reasons`` declares the finish reason ``reason`` to be; ``None`` for a reason
+    it does not declare or none given."""
+    return stop_reasons.get(reason) if isinstance(reason, str) else None
+
+
 def cached_outcome(hit: CachedVerdict, stop_reasons: Mapping[str, StopKind]) -> CallOutcome:
     """The outcome of a cache hit (a ``cache_lookup`` row): its text and tokens, no cost; its finish reason read
     with the backend's ``stop_reasons``."""
@@ -117,7 +123,7 @@ def cached_outcome(hit: CachedVerdict, stop_reasons: Mapping[str, StopKind]) -> 
     return {  # the cache row's columns: raw text or NULL, integer tokens
         "text": text if isinstance(text, str) else None,
         "finish_reason": reason if isinstance(reason, str) else None,
-        "stop": stop_reasons.get(reason) if isinstance(reason, str) else None,
+        "stop": stop_kind(stop_reasons, reason),
         "tokens_in": t_in if isinstance(t_in, int) else 0,
         "tokens_out": t_out if isinstance(t_out, int) else 0,
         "cost_usd": 0.0,
@@ -255,7 +261,7 @@ class GeneratorCaller:
         return {
             "text": g.text,
             "finish_reason": g.finish_reason,
-            "stop": self.backend.stop_reasons.get(g.finish_reason) if g.finish_reason is not None else None,
+            "stop": stop_kind(self.backend.stop_reasons, g.finish_reason),
             "tokens_in": g.tokens_in,
             "tokens_out": g.tokens_out,
             "cost_usd": g.cost_usd,
