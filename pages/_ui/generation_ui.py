@@ -19,7 +19,6 @@ if TYPE_CHECKING:
     from automonitor.runs.generation.job import GenerationSpec
 
 ACTIVE = ("pending", "running")
-GEN_BACKENDS = ("openai", "anthropic", "llamacpp")
 
 
 @st.cache_data(show_spinner="Estimating generator tokens and cost…", max_entries=64, ttl=600)
@@ -61,6 +60,7 @@ def job_fields(page: str) -> GenerationSpec:
     """The launch form's inputs (recipe and generator row, source row, max tokens), keys under
     ``<page>.gen.``, as the engine's :class:`~automonitor.runs.generation.job.GenerationSpec`."""
     from automonitor.runs.generation.job import DEFAULT_MAX_TOKENS, GenerationSpec
+    from automonitor.runs.monitors import generator_backends
 
     c1, c2, c3, c4 = st.columns(4)
     kind = c1.selectbox(
@@ -71,7 +71,7 @@ def job_fields(page: str) -> GenerationSpec:
     )
     generator = backend_fields(
         (c2, c3, c4),
-        GEN_BACKENDS,
+        generator_backends(),  # the core's list (the backends implementing Backend.generate), as --generator's
         backend_key=f"{page}.gen.backend",
         model_key=f"{page}.gen.model",
         base_url_key=f"{page}.gen.base_url",

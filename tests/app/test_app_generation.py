@@ -64,6 +64,7 @@ def test_runs_page_launches_a_generation_job_and_keeps_it_out_of_the_history(sto
     eng = store_with_generation["engine"]
     at = ok(app("pages/runs.py").run())
     at.selectbox(key="runs.gen.backend").set_value("openai")
+    ok(at.run())  # the first generator is llamacpp (the core's order): its base URL input is disabled until then
     at.text_input(key="runs.gen.model").input("scripted-gen")
     at.text_input(key="runs.gen.base_url").input(store_with_generation["server"].base_url)
     at.number_input(key="runs.gen.limit").set_value(2)
@@ -84,6 +85,37 @@ def test_runs_page_launches_a_generation_job_and_keeps_it_out_of_the_history(sto
     assert "No runs yet" in text  # generation runs are not monitor runs
 
 
+def test_both_launchers_offer_exactly_the_core_generator_backends(tmp_path, monkeypatch):
+    """The Generation and Runs pages' generator select lists the core's generator backends
+    (``monitors.generator_backends()``: those implementing ``Backend.generate``, as ``--generator`` checks), in
+    its order: a backend registered with a ``generate`` is offered, none without it (trial: the page kept its
+    own tuple)."""
+    from automonitor.runs.monitors import REGISTRY, generator_backends
+    from automonitor.runs.monitors.backend import Backend
+
+    class ToyGenerator(Backend):
+        name = "toy-generator"
+        default_model = "toy-gen-v1"
+        is_local = True
+        menu_order = 99
+
+        async def judge(self, item, count_call):  # pragma: no cover - never called here
+            raise NotImplementedError
+
+        async def generate(self, messages, count_call, *, max_tokens, temperature=0.0, seed=0):  # pragma: no cover
+            raise NotImplementedError
+
+    monkeypatch.setitem(REGISTRY, ToyGenerator.name, ToyGenerator)
+    offered = generator_backends()
+    assert offered[-1] == "toy-generator" and "rules" not in offered and "probe" not in offered
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    open_store(url).dispose()
+    with StoreEnv(url):
+        for page in ("generation", "runs"):
+            at = ok(app(f"pages/{page}.py").run())
+            assert at.selectbox(key=f"{page}.gen.backend").options == offered, page
+
+
 def test_runs_page_launcher_offers_the_mmlu_moral_scenarios_source(store_with_generation):
     """The source the build's shortfall line advises for the Sycophancy & Bias / QA cell is in the launcher
     (the same registry as the CLI's ``--source``), with its one cue, and the estimate reads its items."""
@@ -91,6 +123,7 @@ def test_runs_page_launcher_offers_the_mmlu_moral_scenarios_source(store_with_ge
     assert "mmlu_moral_scenarios" in at.selectbox(key="runs.gen.ssource").options
     at.selectbox(key="runs.gen.ssource").set_value("mmlu_moral_scenarios")
     at.selectbox(key="runs.gen.backend").set_value("openai")
+    ok(at.run())  # the first generator is llamacpp (the core's order): its base URL input is disabled until then
     at.text_input(key="runs.gen.model").input("scripted-gen")
     at.text_input(key="runs.gen.base_url").input(store_with_generation["server"].base_url)
     at.number_input(key="runs.gen.limit").set_value(500)
