@@ -40,10 +40,14 @@ with st.expander("Launch a generation job", expanded=False, icon=":material/rock
 
 gen_ui.live_progress(eng, "In progress")
 rows = list_generations(eng)
-st.subheader("Filter statistics")
+st.subheader("Generation runs")
 if not rows:
     st.caption("No generation runs yet.")
     st.stop()
+st.caption(
+    "Every generation run, newest first: the rows `automonitor generate list` prints (status, source, generator, "
+    "kept and dropped items, start and end), then its filter statistics. Select a run for its filter steps and items."
+)
 df = views.generation_stats_frame(rows)
 row = ui.picked_row(
     df,
@@ -55,6 +59,7 @@ row = ui.picked_row(
             else st.column_config.TextColumn("kept / prompts")
         ),
         "cost_usd": st.column_config.NumberColumn("cost (USD)", format="$%.4f"),
+        "dropped": st.column_config.NumberColumn("dropped", help="items dropped, all reasons together"),
     },
 )
 picked = df.iloc[row]["generation_id"] if row is not None else rows[0]["generation_id"]

@@ -99,15 +99,15 @@ def generate_resume(
 
 @generate_app.command("list")
 def generate_list(json_out: bool = typer.Option(False, "--json")) -> None:
-    """Generation runs with their filter statistics."""
+    """Generation runs, newest first: one line per run with its id, status, recipe, generator, source, prompts, kept
+    items, candidate pairs added, dropped items, start and end (the rows the app's Generation page lists).
+    --json prints each run's filter statistics whole."""
     from automonitor.runs.generation.engine import list_generations
+    from automonitor.views.runs import generation_list_line, generation_list_rows
 
     rows = list_generations(open_store())
     if json_out:
         emit_json(rows)
         return
-    for r in rows:
-        print(
-            f"{r['generation_id']}\t{r['status']}\t{r['kind']}\t{r['generator']}\t{r['source']}\t"
-            f"{r['prompts']} prompts\t{r['kept']} kept\t{r['candidates_added']} added"
-        )
+    for row in generation_list_rows(rows):  # the rows of the Generation page's table of runs
+        print(generation_list_line(row))

@@ -88,6 +88,8 @@ if TYPE_CHECKING:
     from automonitor.views.runs import (
         DEMO_LOG,
         background_demo,
+        generation_list_line,
+        generation_list_rows,
         generation_stats_frame,
         generation_steps_frame,
         history_table,

@@ -7,7 +7,7 @@ import math
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
 import pandas as pd
 from sqlalchemy.engine import Engine
@@ -18,6 +18,7 @@ from automonitor.timestamps import utcnow
 from automonitor.views.cells import MISSING, display_frame
 
 if TYPE_CHECKING:
+    from automonitor.runs.generation.summary import GenerationListing
     from store.queries.rowtypes import RunRow
 
 #: Columns of :func:`runs_frame`, in order.
@@ -159,31 +160,105 @@ def history_table(history: pd.DataFrame) -> pd.DataFrame:
     return display_frame(h.reindex(columns=HISTORY_COLUMNS))
 
 
-def generation_stats_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """The Generation page's filter statistics, one row per generation run (``list_generations``
-    entries): prompts, kept, ``kept_rate`` (kept / prompts), candidates added, one ``dropped: REASON``
-    column per drop reason, calls, cache hits, cost; no missing cell (a run with no prompt yet has no
-    kept rate: :data:`~automonitor.views.cells.MISSING`, the column then text with percentages)."""
-    reasons = sorted({k for r in rows for k in r["dropped"]})
-    out = [
+#: Columns of :func:`generation_list_rows`, in order: what ``automonitor generate list`` prints for each
+#: generation run (one tab-separated line, :func:`generation_list_line`) and the first columns of the
+#: Generation page's table of runs (:func:`generation_stats_frame`).
+GENERATION_LIST_COLUMNS: list[str] = [
+    "generation_id",
+    "status",
+    "kind",
+    "generator",
+    "source",
+    "prompts",
+    "kept",
+    "candidates_added",
+    "dropped",
+    "started_at",
+    "finished_at",
+]
+
+
+class GenerationListRow(TypedDict):
+    """One generation run as listed (:func:`generation_list_rows`): the :data:`GENERATION_LIST_COLUMNS`."""
+
+    generation_id: str
+    status: str
+    kind: str | None
+    generator: str | None
+    source: str | None
+    prompts: int
+    kept: int
+    candidates_added: int
+    dropped: int
+    started_at: str | None
+    finished_at: str | None
+
+
+def generation_list_rows(listings: Sequence[GenerationListing]) -> list[GenerationListRow]:
+    """The generation runs as ``automonitor generate list`` and the Generation page list them, one dict per
+    run (``list_generations`` entries, newest first; order kept) with the :data:`GENERATION_LIST_COLUMNS`:
+    id, status, recipe (``kind``), generator, source, prompts, kept, candidate pairs added, ``dropped`` (the
+    items dropped, all reasons together), ``started_at`` and ``finished_at`` (ISO 8601 text as stored,
+    ``None`` for a run not started or not ended yet). Plain values, not escaped."""
+    return [
         {
             "generation_id": r["generation_id"],
             "status": r["status"],
             "kind": r["kind"],
             "generator": r["generator"],
             "source": r["source"],
+            "prompts": int(r["prompts"]),
+            "kept": int(r["kept"]),
+            "candidates_added": int(r["candidates_added"]),
+            "dropped": sum(int(v) for v in r["dropped"].values()),
+            "started_at": r["started_at"],
+            "finished_at": r["finished_at"],
+        }
+        for r in listings
+    ]
+
+
+def generation_list_line(row: GenerationListRow) -> str:
+    """One :func:`generation_list_rows` row as ``automonitor generate list`` prints it: tab-separated id,
+    status, recipe, generator, source, ``N prompts``, ``N kept``, ``N added`` (the line's first eight fields
+    as before), then ``N dropped``, ``started TIME`` and ``finished TIME`` (``-`` for a missing value)."""
+
+    def text(value: object) -> str:
+        return "-" if value is None or value == "" else str(value)
+
+    return "\t".join(
+        [
+            *(text(row[k]) for k in ("generation_id", "status", "kind", "generator", "source")),
+            f"{row['prompts']} prompts",
+            f"{row['kept']} kept",
+            f"{row['candidates_added']} added",
+            f"{row['dropped']} dropped",
+            f"started {text(row['started_at'])}",
+            f"finished {text(row['finished_at'])}",
+        ]
+    )
+
+
+def generation_stats_frame(rows: Sequence[GenerationListing]) -> pd.DataFrame:
+    """The Generation page's table of generation runs, one row per run (``list_generations`` entries,
+    newest first): the :data:`GENERATION_LIST_COLUMNS` of :func:`generation_list_rows` (the rows ``automonitor
+    generate list`` prints), then the filter statistics: cue or incentive, ``kept_rate`` (kept / prompts),
+    one ``dropped: REASON`` column per drop reason, calls, cache hits, cost, creation time. No missing cell
+    (a run with no prompt yet has no kept rate, one not started or not ended no time:
+    :data:`~automonitor.views.cells.MISSING`, a kept-rate column then text with percentages)."""
+    reasons = sorted({k for r in rows for k in r["dropped"]})
+    out = [
+        {
+            **listed,
             "cue/incentive": r["cue"] or r["incentive"],
-            "prompts": r["prompts"],
-            "kept": r["kept"],
             "kept_rate": (r["kept"] / r["prompts"]) if r["prompts"] else None,
-            "candidates_added": r["candidates_added"],
             **{f"dropped: {k}": r["dropped"].get(k, 0) for k in reasons},
             "calls": r["calls"],
             "cache_hits": r["cache_hits"],
             "cost_usd": r["cost_usd"],
             "created_at": r.get("created_at"),
         }
-        for r in rows
+        for r, listed in zip(rows, generation_list_rows(rows), strict=True)
     ]
     return display_frame(out, {"kept_rate": ".1%"})
 

@@ -89,11 +89,11 @@ def insert_new_samples(session: Session, rows: Sequence[dict[str, Any]]) -> bool
     return True
 
 
-def generation_runs(session: Session) -> list[tuple[str, datetime | None]]:
-    """``(run id, created_at)`` of every generation run, newest first (ties by id)."""
+def generation_runs(session: Session) -> list[tuple[str, datetime | None, datetime | None, datetime | None]]:
+    """``(run id, created_at, started_at, finished_at)`` of every generation run, newest first (ties by id)."""
     q = (
-        sa.select(col(Run.id), col(Run.created_at))
+        sa.select(col(Run.id), col(Run.created_at), col(Run.started_at), col(Run.finished_at))
         .where(col(Run.kind) == "generation")
         .order_by(col(Run.created_at).desc(), col(Run.id))
     )
-    return [(r, c) for r, c in session.execute(q).all()]
+    return [(r, c, b, f) for r, c, b, f in session.execute(q).all()]

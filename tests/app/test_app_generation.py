@@ -162,3 +162,57 @@ def test_a_generation_stopped_by_its_generator_shows_why_on_the_page(tmp_path):
     assert "No item processed: the run ended failed first." in [c.value for c in at.caption]
     assert at.dataframe[0].value["status"].tolist() == ["failed"]
     eng.dispose()
+
+
+def test_generation_page_lists_the_runs_generate_list_prints(store_with_generation, capsys):
+    """The Generation page lists every generation run with the rows ``automonitor generate list`` prints (one
+    core view, ``views.generation_list_rows``): status, source, generator, kept and dropped items, start and
+    end, newest first: a finished run and a pending one (not started: no times) (trial: the page showed no
+    start or end, and only the CLI listed the runs as rows of its own)."""
+    from automonitor.cli import main
+    from automonitor.runs.generation.engine import GenerationSpec, create_generation
+    from automonitor.views.cells import MISSING
+
+    eng, done = store_with_generation["engine"], store_with_generation["run_id"]
+    pending = create_generation(
+        eng,
+        GenerationSpec(
+            kind="gaming",
+            generator="openai:other-gen",
+            source="mbpp",
+            incentive="tests_only",
+            limit=1,
+            base_url="http://127.0.0.1:9",
+        ),
+    )
+    at = ok(app("pages/generation.py").run())
+    assert "Generation runs" in [s.value for s in at.subheader]
+    cols = ["generation_id", "status", "source", "generator", "kept", "dropped", "started_at", "finished_at"]
+    table = at.dataframe[0].value[cols].to_dict("records")
+    assert [r["generation_id"] for r in table] == [pending, done]  # newest first
+    assert table[0] | {"generation_id": None} == {
+        "generation_id": None,
+        "status": "pending",
+        "source": "mbpp",
+        "generator": "openai:other-gen",
+        "kept": 0,
+        "dropped": 0,
+        "started_at": MISSING,
+        "finished_at": MISSING,
+    }
+    fin = table[1]
+    assert (fin["status"], fin["source"], fin["generator"]) == (
+        "finished",
+        "bct_truthfulqa_cues",
+        "openai:scripted-gen",
+    )
+    assert (fin["kept"], fin["dropped"]) == (2, 2) and fin["started_at"] <= fin["finished_at"] != MISSING
+    # the command prints the same rows (its first eight fields as before, then dropped, start and end)
+    assert main(["generate", "list"]) == 0
+    lines = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [x[0] for x in lines] == [pending, done]
+    for line, row in zip(lines, table, strict=True):
+        assert line[1] == row["status"] and line[3:5] == [row["generator"], row["source"]]
+        assert (line[6], line[8]) == (f"{row['kept']} kept", f"{row['dropped']} dropped")
+        start, end = (("-" if v == MISSING else v) for v in (row["started_at"], row["finished_at"]))
+        assert line[9:] == [f"started {start}", f"finished {end}"]

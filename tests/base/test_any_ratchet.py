@@ -20,7 +20,7 @@ RATCHET: dict[str, int] = {
     "automonitor/cli": 26,
     "automonitor/data": 181,
     "automonitor/runs": 138,
-    "automonitor/views": 21,
+    "automonitor/views": 20,
     "pages": 23,
     "store": 51,
 }

@@ -55,9 +55,12 @@ class GenerationSummary(GenerationStats):
 
 
 class GenerationListing(GenerationSummary):
-    """A :class:`GenerationSummary` with the run's creation time (:func:`list_generations`)."""
+    """A :class:`GenerationSummary` with the run's creation, start and end times, ISO 8601 or ``None``
+    (:func:`list_generations`)."""
 
     created_at: str | None
+    started_at: str | None
+    finished_at: str | None
 
 
 def empty_stats() -> GenerationStats:
@@ -126,13 +129,21 @@ def generation_summary(engine: Engine, run_id: str) -> GenerationSummary:
 
 
 def list_generations(engine: Engine) -> list[GenerationListing]:
-    """Every generation run, newest first, as :func:`generation_summary` dicts (+ ``created_at``, ISO
-    8601 or ``None``)."""
+    """Every generation run, newest first, as :func:`generation_summary` dicts (+ ``created_at``,
+    ``started_at``, ``finished_at``: ISO 8601 or ``None``, a run not started or not ended yet)."""
     from store.queries.generation import generation_runs
 
     with session_scope(engine) as s:
         ids = generation_runs(s)
-    return [{**generation_summary(engine, r), "created_at": iso_utc(c)} for r, c in ids]
+    return [
+        {
+            **generation_summary(engine, r),
+            "created_at": iso_utc(c),
+            "started_at": iso_utc(started),
+            "finished_at": iso_utc(finished),
+        }
+        for r, c, started, finished in ids
+    ]
 
 
 def generation_items(engine: Engine, run_id: str) -> list[ItemRecord]:
