@@ -39,7 +39,9 @@ if runs.empty:
 
 run_ids = list(runs["run_id"])
 run_records = runs.to_dict("records")
-run_label = {r["run_id"]: views.run_option_label(r) for r in run_records}  # short: fits the select at 1280 px
+# the run selects are wide: the whole label in most stores, else the monitor name cut at its end (never in the
+# middle); the whole label is the Run select's tooltip
+run_label = {r["run_id"]: views.run_select_label(r) for r in run_records}
 run_full = {r["run_id"]: views.run_full_label(r) for r in run_records}
 
 link_run, link_warning = views.run_choice(url_state.qp("run"), run_ids)
@@ -73,8 +75,13 @@ report = loaders.load_report(url, ver, invalid)
 entry = report.run(run_id)
 sl = entry.slice(cat, tsk) if entry else None
 sets = loaders.load_sample_sets(url, ver).set_index("run_id")
+# under the selects, one line that wraps: the run's whole name when its select label is cut, its sample set
+whole = views.run_select_note(next(r for r in run_records if r["run_id"] == run_id))
+head = [f"Run {views.md_escape(whole)}"] if whole else []
 if run_id in sets.index:
-    st.caption(views.md_escape(views.sample_set_caption(sets.loc[run_id])))
+    head.append(views.md_escape(views.sample_set_caption(sets.loc[run_id])))
+if head:
+    st.caption(" · ".join(head))
 
 # the run's samples whose log-probability score favours the other side than their verdict (the report's
 # answers.score_disagrees): said under the matrix, a filter of a cell's samples below

@@ -106,6 +106,8 @@ if TYPE_CHECKING:
         active_runs_line,
         run_full_label,
         run_option_label,
+        run_select_label,
+        run_select_note,
     )
     from automonitor.views.tradeoff import (
         CELL_TITLES,

@@ -2,7 +2,9 @@
 
 - :func:`run_option_label`: at most :data:`RUN_LABEL_MAX` characters for selectbox/multiselect options
   and plot legends (monitor name, run id or its end, an unusual status, then the template when there is room);
-- :func:`run_full_label`: everything, for hovers, tooltips and ``help=`` texts.
+- :func:`run_select_label`: at most :data:`RUN_SELECT_MAX` characters for the Drill-down's wide run selects:
+  the whole label when it fits, else the monitor name cut at its end ("…"), never in the middle, the run id whole;
+- :func:`run_full_label`: everything, for hovers, tooltips, ``help=`` texts and the Runs page's banner.
 
 Both return plain text: escape it for the place it is shown (``md_escape``, ``plot_text``, ``esc``).
 """
@@ -20,6 +22,11 @@ from automonitor.escaping import md_escape
 RUN_LABEL_MAX = 44
 #: Statuses a short label leaves out (the normal end of a run); every other one is named.
 QUIET_STATUSES: frozenset[RunStatus | Literal[""]] = frozenset({"finished", "imported", ""})
+#: The longest :func:`run_select_label` (characters): the Drill-down's run selects (three quarters of the page's
+#: width: 573 px at 1280x720, about 91 characters of a run label) show it whole (tests/e2e/test_run_labels_browser.py).
+RUN_SELECT_MAX = 80
+#: The fewest characters of a monitor name :func:`run_select_label` keeps before it leaves the template out.
+MONITOR_MIN = 16
 ELLIPSIS = "…"
 _SEP = " · "
 
@@ -46,6 +53,14 @@ def middle_cut(text: str, width: int) -> str:
     head = (width - 1) // 2
     tail = width - 1 - head
     return text[:head] + ELLIPSIS + (text[-tail:] if tail else "")
+
+
+def end_cut(text: str, width: int) -> str:
+    """``text`` when it has at most ``width`` characters, else its first ``width - 1`` characters and "…" (exactly
+    ``width`` characters; ``width`` >= 1)."""
+    if len(text) <= width:
+        return text
+    return text[: max(0, width - 1)] + ELLIPSIS
 
 
 #: A backend prefix of a monitor spec (``openai:``, ``probe:``), not a URL scheme (``https://``).
@@ -108,6 +123,42 @@ def run_option_label(run: object, max_len: int = RUN_LABEL_MAX) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def run_select_label(run: object, max_len: int = RUN_SELECT_MAX) -> str:
+    """A run's label for the Drill-down's run selects (wide: the whole label fits there in most stores), at most
+    ``max_len`` characters (>= 32). ``run`` as for :func:`run_option_label`, the same shape ``"<monitor> ·
+    <template> · <run id>"`` with `` (<status>)`` for a status not in :data:`QUIET_STATUSES` and an artefact path
+    reduced to its file name. Nothing is cut in the middle of a name: the first of these that fits is the whole
+    label; the monitor name cut at its end ("openai:gpt-4o-mini-2024-…", at least :data:`MONITOR_MIN`
+    characters kept); the same without the template; and for a run id too long even for that, the label cut at
+    its end. The run id and the status are whole but in that last case. :func:`run_full_label` (the select's
+    tooltip) has everything. Plain text, not escaped."""
+    max_len = max(32, int(max_len))
+    rid = _field(run, "run_id")
+    status = _field(run, "status")
+    tail = f" ({status})" if status not in QUIET_STATUSES else ""
+    mon = short_monitor(_field(run, "monitor")) or "?"
+    tpl = _field(run, "template")
+
+    def label(monitor: str, template: str) -> str:
+        return _SEP.join(p for p in (monitor, template, rid) if p) + tail
+
+    if len(label(mon, tpl)) <= max_len:
+        return label(mon, tpl)
+    for template in (tpl, ""):
+        room = max_len - len(label("", template)) - len(_SEP)
+        if room >= min(MONITOR_MIN, len(mon)):
+            return label(end_cut(mon, room), template)
+    return end_cut(label(end_cut(mon, MONITOR_MIN), ""), max_len)
+
+
+def run_select_note(run: object, max_len: int = RUN_SELECT_MAX) -> str | None:
+    """The whole name of a run whose :func:`run_select_label` is cut (:func:`run_full_label`), for a line under the
+    select that wraps; ``None`` when the select shows it whole. Plain text, not escaped."""
+    if run_select_label(run, max_len) == run_select_label(run, 1 << 30):
+        return None
+    return run_full_label(run)
+
+
 def run_full_label(run: object) -> str:
     """The whole label of a run for hovers and tooltips: ``"<monitor> · <template> · <run id>
     (<status>)"`` (template and status only when known). Plain text, not escaped."""
@@ -117,15 +168,15 @@ def run_full_label(run: object) -> str:
 
 
 def active_runs_line(runs: Sequence[Mapping[str, object]], shown: int = 3) -> str:
-    """One compact markdown line for the top of the Runs page naming the active runs (``runs``: dicts
-    with ``run_id``, ``monitor``, ``template``, ``status``), e.g. "**1 run in progress:** rules · direct
-    · r000 (running) · progress and Cancel under *In progress*, below". At most ``shown`` are named
-    (:func:`run_option_label`), the rest counted ("+2 more"); no counts of judged samples (the line is
-    not refreshed while the run goes on; the live boxes below are). Data values are markdown-escaped;
-    ``""`` without runs."""
+    """One markdown line for the top of the Runs page naming the active runs (``runs``: dicts with ``run_id``,
+    ``monitor``, ``template``, ``status``), e.g. "**1 run in progress:** rules · direct · r000 (running) · progress
+    and Cancel under *In progress*, below". At most ``shown`` are named, each by its whole label
+    (:func:`run_full_label`: the line wraps, no name is cut), the rest counted ("+2 more"); no counts of judged
+    samples (the line is not refreshed while the run goes on; the live boxes below are). Data values are
+    markdown-escaped; ``""`` without runs."""
     if not runs:
         return ""
     k = len(runs)
-    named = " · ".join(md_escape(run_option_label(r)) for r in list(runs)[:shown])
+    named = " · ".join(md_escape(run_full_label(r)) for r in list(runs)[:shown])
     more = f" · +{k - shown} more" if k > shown else ""
     return f"**{k} run{'s' if k != 1 else ''} in progress:** {named}{more} · progress and Cancel under *In progress*, below"

@@ -129,11 +129,18 @@ def _select_shows_whole(page, e2e, name: str, labels: list[str], shot: str, *, m
     e2e.wait_app(page)
 
 
+def _runs(status: str = "finished") -> list[dict]:
+    return [{"run_id": r, "monitor": m, "template": t, "status": status} for m, t, r in LONG]
+
+
 def test_drilldown_run_options_are_shown_whole_at_1280(browser, server, e2e):
-    labels = [
-        views.run_option_label({"run_id": r, "monitor": m, "template": t, "status": "finished"}) for m, t, r in LONG
-    ]
-    assert all(len(x) <= views.run_labels.RUN_LABEL_MAX for x in labels)
+    """The Drill-down's run select shows each run's select label (``views.run_select_label``) without overflow:
+    the whole label (the second run), or the monitor name cut at its end, never in the middle (the first: its
+    whole name, escaped, is on the line under the select, which wraps; trial: "openai:gpt…-2024-07-18")."""
+    labels = [views.run_select_label(r) for r in _runs()]
+    assert all(len(x) <= views.run_labels.RUN_SELECT_MAX for x in labels)
+    assert labels[1] == " · ".join(LONG[1])  # whole
+    assert labels[0] == f"{LONG[0][0][:39]}… · {LONG[0][1]} · {LONG[0][2]}"  # the monitor name cut at its end
     page = e2e.new_page(browser, 1280, 720)
     try:
         page.goto(f"{server.url}/drilldown?run={LONG[0][2]}")
@@ -143,6 +150,10 @@ def test_drilldown_run_options_are_shown_whole_at_1280(browser, server, e2e):
         assert shown.input_value() == labels[0]  # the label itself, not a cut of it
         sw, cw = shown.evaluate("e => [e.scrollWidth, e.clientWidth]")
         assert sw <= cw, (labels[0], sw, cw)
+        whole = page.locator('[data-testid="stCaptionContainer"]').filter(has_text=LONG[0][0]).first
+        assert f"Run {views.run_full_label(_runs()[0])}" in whole.inner_text()  # the whole name, wrapped, not cut
+        sw, cw = whole.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert sw <= cw + 1, (sw, cw)
         e2e.shot(page, "drilldown-run-select-1280")
         box.get_by_role("button", name="Open").click()
         options = page.get_by_role("option")
@@ -160,14 +171,13 @@ def test_drilldown_run_options_are_shown_whole_at_1280(browser, server, e2e):
 def test_every_long_dropdown_is_shown_whole_at_1280(browser, server, e2e):
     """Drill-down "Disagrees with run" and Category, Trade-off Category and "Score runs": no option cut at
     1280x720."""
-    labels = [
-        views.run_option_label({"run_id": r, "monitor": m, "template": t, "status": "finished"}) for m, t, r in LONG
-    ]
+    labels = [views.run_option_label(r) for r in _runs()]
     page = e2e.new_page(browser, 1280, 720)
     try:
         page.goto(f"{server.url}/drilldown?run={LONG[0][2]}&cell=tp")
         e2e.wait_app(page)
-        _select_shows_whole(page, e2e, "Disagrees with run", ["(any)", labels[1]], "drilldown-disagree-options-1280")
+        other = views.run_select_label(_runs()[1])  # the Drill-down's run selects share its labels
+        _select_shows_whole(page, e2e, "Disagrees with run", ["(any)", other], "drilldown-disagree-options-1280")
         _select_shows_whole(
             page, e2e, "Category", list(vocab.CATEGORY_NAMES.values()), "drilldown-category-options-1280"
         )
@@ -226,7 +236,7 @@ def busy_server(migrated_sqlite, tmp_path_factory, app_factory):
 
 
 def test_the_active_run_is_named_in_the_first_screen_of_the_runs_page(browser, busy_server, e2e):
-    """At 1280x720 the line naming the running run is above the fold, above the expanded launch form."""
+    """At 1280x720 the line naming the running run, whole, is above the fold, above the expanded launch form."""
     page = e2e.new_page(browser, 1280, 720)
     try:
         page.goto(f"{busy_server.url}/runs")
@@ -237,7 +247,8 @@ def test_the_active_run_is_named_in_the_first_screen_of_the_runs_page(browser, b
         form = page.locator('[data-testid="stExpander"]').filter(has_text="Launch a run").first.bounding_box()
         assert box is not None and form is not None
         assert box["y"] + box["height"] <= 720 and box["y"] < form["y"], (box, form)
-        assert LONG[0][2][-6:] in line.inner_text()  # the run (its id's end) is named
+        # the run is named whole (trial: its monitor name was cut in the middle); the line wraps
+        assert views.run_full_label(_runs("running")[0]) in " ".join(line.inner_text().split())
         e2e.viewport_shot(page, "runs-active-line-1280")
     finally:
         page.context.close()

@@ -99,3 +99,45 @@ def test_the_template_independent_backends_written_out_are_the_registry_s():
     assert TEMPLATE_INDEPENDENT_BACKENDS  # rules reads no prompt
     assert short_label("rules", "evidence") == "rules"
     assert short_label("llamacpp:/m/gemma.gguf", "evidence") == "gemma evid."
+
+
+LONG_MONITOR = "openai:gpt-4o-mini-2024-07-18-with-a-very-long-deployment-name"
+
+
+def test_drilldown_select_labels_are_whole_or_cut_at_the_end_of_the_monitor_name():
+    """The Drill-down's run selects (trial: "openai:gpt…-2024-07-18 · …abc123", names cut in the middle): the whole
+    label where it fits (most runs: the select is wide), else the monitor name cut at its end with "…", the run id and
+    status whole; the whole name in :func:`run_select_note` (the line under the select) only when cut."""
+    typical = {"run_id": RID, "monitor": "openai:gpt-4o-mini-2024-07-18", "template": "evidence", "status": "finished"}
+    assert views.run_select_label(typical) == f"openai:gpt-4o-mini-2024-07-18 · evidence · {RID}"  # 69 characters
+    assert views.run_select_note(typical) is None
+    fewshot = dict(typical, template="evidence-fewshot", status="cancelled")  # 89 characters whole
+    assert views.run_select_label(fewshot) == f"openai:gpt-4o-mini-… · evidence-fewshot · {RID} (cancelled)"
+    assert views.run_select_note(fewshot) == f"openai:gpt-4o-mini-2024-07-18 · evidence-fewshot · {RID} (cancelled)"
+    long = {"run_id": RID, "monitor": LONG_MONITOR, "template": "evidence", "status": "finished"}
+    lab = views.run_select_label(long)
+    assert lab == f"openai:gpt-4o-mini-2024-07-18-with-a-ve… · evidence · {RID}"
+    assert len(lab) == views.run_labels.RUN_SELECT_MAX == 80
+    assert views.run_select_note(long) == views.run_full_label(long) == f"{LONG_MONITOR} · evidence · {RID} (finished)"
+    # narrower: the template goes before the monitor keeps fewer than 16 characters
+    assert views.run_select_label(long, max_len=48) == f"openai:gpt-4o-mini… · {RID}"
+    # a run id too long for any of that: the label cut at its end
+    huge = {"run_id": "x" * 300, "monitor": "m" * 300, "template": "t" * 300, "status": "failed"}
+    assert views.run_select_label(huge) == "m" * 15 + "… · " + "x" * 60 + "…"
+    probe = {"run_id": "r1", "monitor": "probe:/very/long/path/to/artefacts/tfidf-lr.joblib", "template": "direct"}
+    assert views.run_select_label(probe) == "probe:tfidf-lr.joblib · direct · r1"
+    # no piece is ever cut in its middle or at its start: an ellipsis only ends a piece
+    for run in (typical, fewshot, long, huge, probe, dict(long, monitor="x" * 70)):
+        for width in (32, 48, 64, 80, 120):
+            pieces = views.run_select_label(run, max_len=width).split(" · ")
+            assert len(" · ".join(pieces)) <= width
+            assert all("…" not in p[:-1] for p in pieces), (run, width, pieces)
+
+
+def test_the_active_runs_line_names_each_run_whole():
+    """The Runs page's banner wraps: it names each active run by its whole label (trial: a long monitor name was
+    cut in the middle there), escaped."""
+    runs = [{"run_id": RID, "monitor": LONG_MONITOR + " <b>x</b>", "template": "evidence", "status": "running"}]
+    line = views.active_runs_line(runs)
+    assert views.md_escape(views.run_full_label(runs[0])) in line and "…" not in line
+    assert "<b>" not in line
