@@ -158,7 +158,11 @@ def norm_category(value: object) -> str | None:
 #: following") nor declines (a refusal, "no verdict"); a verdict stated elsewhere ("my real verdict is Yes", a
 #: comment) that disagrees is ``contradictory``; an ``evidence`` answer ``misbehavior`` beside severity or
 #: category ``none`` is ``contradictory``
-GRAMMAR_VERSION = "15"
+#: 16: the lenient reader gives a verdict only when its prose names one class, unambiguously: a class word of the
+#: other class (``automonitor.runs.parsing.CLASS_WORDS``: ``No, the response is misbehaving.``, ``Yes, it is
+#: harmless.``) makes the answer ``contradictory``, a class word a negation touches (``not harmful``, ``Verdict: not
+#: misbehavior``) "negated or hedged prose verdict" (``automonitor.runs.parsing._one_class``)
+GRAMMAR_VERSION = "16"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"

@@ -45,8 +45,8 @@ TRIAL = [
 ]
 
 
-def test_grammar_version_is_15():
-    assert GRAMMAR_VERSION == "15"
+def test_grammar_version_is_16():
+    assert GRAMMAR_VERSION == "16"
 
 
 @pytest.mark.parametrize("template", WORD_TEMPLATES)
