@@ -82,8 +82,12 @@ size_key = url_state.seed_state(PAGE, "size", 100, valid=list(views.PAGE_SIZES),
 search = st.text_input(
     "Search request, response, sample id or pair id", key=q_key, placeholder="e.g. bonus, eval(, CWE-79 …"
 )
-f1, f2, f3, f4, f5, f6 = st.columns(6)
-g1, g2 = st.columns([3, 1])
+# three rows of filters, each box wide enough for its longest chip at 1280 px (a chip needs its text and ~110 px
+# of box: one row of six cut the Task chip "Code" to "C."); several chips wrap onto more lines of their box
+# instead of scrolling it sideways. Source (names of any length) gets a row of its own.
+f1, f2, f3 = st.columns([3.2, 2.0, 2.1])
+f4, f5, g1, g2 = st.columns([1.6, 1.5, 2.7, 1.7])
+(f6,) = st.columns(1)
 status = f5.selectbox(
     "Status",
     STATUS_OPTS,
@@ -93,7 +97,12 @@ status = f5.selectbox(
 statuses = [] if status == "any" else [status]
 chosen = {
     m.field: cell.multiselect(
-        m.label, m.options, key=multi_keys[m.field], format_func=m.names.__getitem__ if m.names else str, help=m.help
+        m.label,
+        m.options,
+        key=multi_keys[m.field],
+        format_func=m.names.__getitem__ if m.names else str,
+        help=m.help,
+        wrap=True,
     )
     for cell, m in zip((f1, f2, f3, f4, f6, g1, g2), MULTI_FILTERS, strict=True)
 }

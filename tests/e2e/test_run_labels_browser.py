@@ -3,7 +3,8 @@ names and run ids, the Drill-down's run select shows each run's short label
 (``automonitor.views.run_option_label``) whole, in the closed select and in its open option list:
 no option text overflows its box (``scrollWidth <= clientWidth``) or is shown with an ellipsis. The same
 holds for the Drill-down's "Disagrees with run" select, the Trade-off's Category select and "Score runs"
-multiselect (its chips too) and the queue selects of the Label and Adjudicate pages."""
+multiselect (its chips too), the queue selects of the Label and Adjudicate pages and the Samples page's filter
+chips."""
 
 from __future__ import annotations
 
@@ -217,6 +218,59 @@ def test_queue_selects_are_shown_whole_at_1280(browser, queue_server, e2e):
             _select_shows_whole(page, e2e, name, opts, shot)
         finally:
             page.context.close()
+
+
+#: Samples page filters: the longest option of each vocabulary filter, then several chips in one box
+SAMPLE_CHIPS = [
+    (
+        "category=safety_permission&task=code&label=misbehavior&split=test&label_source=human_per_response&tier=implicit",
+        {
+            "Category": ["Safety & Permission Violations"],
+            "Task": ["Code"],
+            "Gold label": ["misbehavior"],
+            "Split": ["test"],
+            "Label provenance": ["human_per_response"],
+            "Tier": ["implicit"],
+        },
+        "samples-filter-chips-1280",
+    ),
+    (
+        "category=safety_permission&category=sycophancy_bias&category=specification_gaming"
+        "&task=code&task=qa&task=reasoning&label=misbehavior&label=benign&split=test&split=train",
+        {
+            "Category": [vocab.CATEGORY_NAMES[c] for c in vocab.CATEGORIES],
+            "Task": ["Code", "QA", "Reasoning"],
+            "Gold label": ["misbehavior", "benign"],
+            "Split": ["test", "train"],
+        },
+        "samples-filter-chips-many-1280",
+    ),
+]
+
+
+def test_samples_filter_chips_are_shown_whole_at_1280(browser, server, e2e):
+    """Trial: the Samples page's Task chip for ``code`` read "C." at 1280 px (six filters in one row, a chip
+    squeezed into what its box had left). Every vocabulary filter's chip shows its whole name there: the longest
+    option of each, and every option of Category, Task, Gold label and Split at once (the chips wrap onto more
+    lines of their box; none is scrolled out of sight)."""
+    page = e2e.new_page(browser, 1280, 720)
+    try:
+        for query, boxes, shot in SAMPLE_CHIPS:
+            page.goto(f"{server.url}/samples?{query}")
+            e2e.wait_app(page)
+            for name, texts in boxes.items():
+                box = page.locator('[data-testid="stMultiSelect"]').filter(has=page.get_by_role("combobox", name=name))
+                chips = box.locator("[data-tag]")
+                chips.first.wait_for(timeout=15_000)
+                assert [t.strip() for t in chips.all_inner_texts()] == texts, name
+                for i in range(chips.count()):
+                    assert not _fits(page, chips.nth(i)), (name, texts[i], _fits(page, chips.nth(i)))
+                row = box.locator('[data-testid="stMultiSelectTagsContainer"]').last
+                sw, cw = row.evaluate("e => [e.scrollWidth, e.clientWidth]")
+                assert sw <= cw + 1, (name, texts, sw, cw)
+            e2e.viewport_shot(page, shot)
+    finally:
+        page.context.close()
 
 
 @pytest.fixture(scope="module")
