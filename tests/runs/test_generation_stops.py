@@ -38,11 +38,51 @@ def test_a_generator_never_reached_stops_the_run_failed_with_exit_1(sqlite_engin
     r = _generate(sqlite_url, base, "--json")
     assert r.returncode == 1 and r.stdout == ""
     line = r.stderr.strip().splitlines()[-1]
-    assert f"stopped: the generator at {base} gave no answer (connection" in line
-    assert "none of the" in line and "was answered" in line and "check that the generator server runs" in line
+    # said as what happened, not as the SDK's "Request timed out. (ConnectTimeout)" (round-4 trial)
+    assert f"stopped: the generator at {base} refused the connection (connection: ConnectionRefusedError" in line
+    assert "Request timed out" not in line and "ConnectTimeout" not in line
+    assert (
+        "none of the" in line and "was answered" in line and "start the generator server or correct --base-url" in line
+    )
     ((status, error),) = _runs_and_candidates(sqlite_url)[0]
     assert status == "failed" and "stopped: the generator at" in error
     assert _runs_and_candidates(sqlite_url)[1] == 0
+
+
+def test_a_refused_connection_is_not_retried_before_any_answer(sqlite_engine):
+    """A connection refused (a real closed port) while the generator has answered no call stops the run at its first
+    attempt: every further attempt meets the same refusal at once (before: 4 attempts and 1 + 2 + 4 s of back-off,
+    about 13 s with the SDK's import in a fresh process, worded as a timeout)."""
+    import asyncio
+    import time
+
+    import pytest
+
+    from automonitor.runs.generation.caller import GenerationStopped, GeneratorCaller
+    from automonitor.runs.monitors import create_backend
+    from automonitor.runs.prompts import PromptBuilder, load_template
+
+    base = f"http://127.0.0.1:{_closed_port()}/v1"
+    backend = create_backend(
+        "openai:scripted-gen", base_url=base, params={}, prompt=PromptBuilder(load_template("direct"))
+    )
+    job = {"backend": "openai", "model": "scripted-gen", "base_url": base, "max_tokens": 16, "max_attempts": 4}
+    caller = GeneratorCaller(sqlite_engine, backend, job)  # type: ignore[arg-type]  # the fields a call reads
+
+    async def call() -> tuple[float, GenerationStopped]:
+        backend._get_client()  # the SDK imported and its client made before the clock starts
+        t0 = time.perf_counter()
+        try:
+            with pytest.raises(GenerationStopped) as info:
+                await caller([{"role": "user", "content": "Which is right? (A) x (B) y"}])
+        finally:
+            await backend.aclose()
+        return time.perf_counter() - t0, info.value
+
+    elapsed, stop = asyncio.run(call())
+    assert caller.calls == 1  # sent once: no retry
+    assert elapsed < 3.0, elapsed  # no back-off (1 + 2 + 4 s before)
+    assert f"the generator at {base} refused the connection" in str(stop) and "ConnectionRefusedError" in str(stop)
 
 
 def test_a_bad_key_stops_at_the_first_answer(sqlite_engine, sqlite_url):

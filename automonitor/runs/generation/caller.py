@@ -11,9 +11,12 @@ of the call: the run ends ``failed`` with its line, ``automonitor generate`` exi
 every item as ``generation_error`` in a run that then "finishes": a run-wide refusal (HTTP 401/402/403/404, a
 quota or billing error), a ``Retry-After`` longer than a generation waits (:data:`RETRY_AFTER_MAX` s: waiting
 that cap and sending again would meet the same refusal), and a call that failed after its retries (timeouts,
-HTTP 5xx, rate limits, connections refused or dropped) while no call of the run has been answered yet (a
-generator never reached, or one that answers nothing). Once the generator has answered, such a call drops its
-item as before (``generation_error``), as does a refusal of one call alone (HTTP 400).
+HTTP 5xx, rate limits, connections dropped) while no call of the run has been answered yet (a generator that
+answers nothing). A connection never made (refused, DNS, TLS) while no call has been answered is not retried:
+the run stops at its first such failure, and a refused one says so ("refused the connection"), as the judge's
+runner stops a judge never reached within a few calls, instead of after 1 + 2 + 4 s of back-off. Once the
+generator has answered, such a call is retried and then drops its item as before (``generation_error``), as does a
+refusal of one call alone (HTTP 400).
 
 A call's outcome is a :class:`CallOutcome` ``{"text", "finish_reason", "stop", "tokens_in", "tokens_out",
 "cost_usd", "cached", "error"}``; ``text`` is ``None`` when the call failed after retries (``error`` says why,
@@ -74,6 +77,12 @@ class GenerationStopped(AutomonitorError):
             return cls(
                 f"stopped: {at} refused the call, as it would refuse every call: {exc}; fix: check --generator, "
                 f"--base-url and the generator's key variable, {_AGAIN}"
+            )
+        if exc.kind == "connection" and exc.refused:
+            return cls(
+                f"stopped: {at} refused the connection ({exc}): nothing accepts connections at that address, none "
+                f"of the {sent} request(s) sent so far was answered; fix: start the generator server or correct "
+                f"--base-url, {_AGAIN}"
             )
         return cls(
             f"stopped: {at} gave no answer ({exc}, after its retries): none of the {sent} request(s) "
@@ -201,6 +210,14 @@ class GeneratorCaller:
         with session_scope(self.engine) as s:
             cache_insert(s, [cache_row(key, g)])
 
+    def _retryable(self, exc: BaseException) -> bool:
+        """Whether a failed attempt is sent again: a :class:`TransientError`, except a connection never made (refused,
+        DNS, TLS: kind ``connection``, not ``reached``) while the generator has answered no call, which every further
+        attempt meets at once (module docstring)."""
+        if not isinstance(exc, TransientError):
+            return False
+        return bool(self.answered) or exc.kind != "connection" or exc.reached
+
     async def _generate(
         self, messages: list[dict[str, str]], max_tokens: int, temperature: float, seed: int | None
     ) -> Generation:
@@ -211,7 +228,7 @@ class GeneratorCaller:
                 :class:`~automonitor.runs.runner.retries.WaitTooLong` (run-wide) for a ``Retry-After`` over
                 :data:`RETRY_AFTER_MAX`.
         """
-        from tenacity import AsyncRetrying, retry_if_exception_type, stop_after_attempt
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         from automonitor.runs.runner.retries import RetryPolicy
 
@@ -221,7 +238,7 @@ class GeneratorCaller:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(max(1, self.job.get("max_attempts", 4))),
                 wait=lambda s: policy.wait_s(s.outcome.exception() if s.outcome else None, s.attempt_number),
-                retry=retry_if_exception_type(TransientError),
+                retry=retry_if_exception(self._retryable),
                 reraise=True,
             ):
                 with attempt:

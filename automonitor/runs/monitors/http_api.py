@@ -198,8 +198,11 @@ def classify_sdk_error(exc: BaseException) -> Exception:
         status = (
             getattr(resp, "status_code", None) if resp is not None and name != "APIResponseValidationError" else None
         )
-    if status is None and (cause := _transport_failure(exc)):
-        return TransientError("connection", f"{name}: {exc} ({cause})", reached=_dropped(exc))
+    if status is None and (cause := _transport_failure(exc)) is not None:
+        # worded by its root cause ("ConnectionRefusedError: [Errno 111] Connect call failed ..."), the SDK's
+        # wrapper after it: the SDK's aiohttp transport calls a refused connection "Request timed out."
+        what = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+        return TransientError("connection", f"{what} ({name})", reached=_dropped(exc))
     if "Timeout" in name:
         return TransientError("timeout", str(exc))
     if name == "APIResponseValidationError" or (isinstance(exc, ValueError) and status is None):
@@ -243,19 +246,22 @@ def _dropped(exc: BaseException) -> bool:
     return False
 
 
-def _transport_failure(exc: BaseException) -> str | None:
-    """The name of the transport failure (connection refused, DNS, TLS, a connect that never completed)
-    in ``exc``'s cause chain, or None: the SDKs wrap these differently (the aiohttp transport reports a
-    refused connection as ``APITimeoutError`` caused by ``ClientConnectorError``)."""
+def _transport_failure(exc: BaseException) -> BaseException | None:
+    """The root transport failure (connection refused, DNS, TLS, a connect that never completed) in ``exc``'s
+    cause chain: the deepest one, or None. The SDKs wrap these differently (the SDK's aiohttp transport reports a
+    refused connection as ``APITimeoutError`` caused by httpx's ``ConnectTimeout`` caused by aiohttp's
+    ``ClientConnectorError`` caused by ``ConnectionRefusedError``), so the first one found names the wrapper, not
+    what happened."""
     seen: set[int] = set()
     x: BaseException | None = exc
+    found: BaseException | None = None
     while x is not None and id(x) not in seen:
         seen.add(id(x))
         n = type(x).__name__
         if isinstance(x, ConnectionError) or any(k in n for k in _CONNECT_NAMES):
-            return n
+            found = x
         x = x.__cause__ or x.__context__
-    return None
+    return found
 
 
 def _quota_code(body: object, message: str) -> str | None:

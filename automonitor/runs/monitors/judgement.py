@@ -345,6 +345,26 @@ class TransientError(AutomonitorError):
         """True for 429 and 529: the runner reduces its concurrency (AIMD)."""
         return self.kind in ("rate_limit", "overloaded")
 
+    @property
+    def refused(self) -> bool:
+        """True when the cause chain holds a ``ConnectionRefusedError``: the address refused the connection (nothing
+        listens on that port), whatever the SDK or transport wrapped it in (the openai SDK's aiohttp transport
+        reports it as ``APITimeoutError`` caused by httpx's ``ConnectTimeout``)."""
+        return connection_refused(self)
+
+
+def connection_refused(exc: BaseException) -> bool:
+    """Whether ``exc`` or an exception in its cause chain (``__cause__``, else ``__context__``) is a
+    ``ConnectionRefusedError``."""
+    seen: set[int] = set()
+    x: BaseException | None = exc
+    while x is not None and id(x) not in seen:
+        seen.add(id(x))
+        if isinstance(x, ConnectionRefusedError):
+            return True
+        x = x.__cause__ or x.__context__
+    return False
+
 
 class PermanentError(AutomonitorError):
     """A failure that retrying cannot fix (bad key, bad request, unknown model).
