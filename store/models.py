@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import (
     JSON,
@@ -22,6 +22,7 @@ from sqlalchemy import (
     func,
     literal_column,
 )
+from sqlalchemy.schema import SchemaItem
 from sqlalchemy.sql.expression import false as sa_false
 from sqlmodel import AutoString, Field, SQLModel
 
@@ -46,6 +47,24 @@ def one_of(column: str, values: tuple[str, ...], name: str, *, nullable: bool = 
 def unit_score(name: str) -> CheckConstraint:
     """A CHECK constraint that holds a verdict's ``score`` (P(misbehavior)) to [0, 1], or ``NULL``."""
     return CheckConstraint("score IS NULL OR (score >= 0 AND score <= 1)", name=name)
+
+
+def dialect_index(name: str, *columns: str, dialect: str) -> Index:
+    """An index made on the ``dialect`` database only (``CREATE INDEX`` emitted there alone: ``ddl_if``), marked in
+    its ``info`` so that comparing the models with a store of another dialect leaves it out
+    (:func:`schema_objects_of`)."""
+    return Index(name, *columns, info={"dialect": dialect}).ddl_if(dialect=dialect)
+
+
+def schema_objects_of(dialect: str) -> Callable[[SchemaItem, str | None, str, bool, SchemaItem | None], bool]:
+    """Alembic's ``include_object`` hook for a store of ``dialect``: every object but the models' indexes made
+    for another dialect (:func:`dialect_index`)."""
+
+    def include(obj: SchemaItem, name: str | None, type_: str, reflected: bool, compare_to: SchemaItem | None) -> bool:
+        only = obj.info.get("dialect") if type_ == "index" and not reflected else None
+        return only is None or only == dialect
+
+    return include
 
 
 class Sample(SQLModel, table=True):
@@ -215,6 +234,10 @@ class Prediction(VerdictColumns, table=True):
         CheckConstraint('"repeat" >= 0', name="ck_prediction_repeat_nonneg"),
         one_of("outcome", vocab.OUTCOMES, "ck_prediction_outcome", nullable=True),
         unit_score("ck_prediction_score"),
+        # a report's read of a run's verdicts from the index alone (migration r14; SQLite only: see there)
+        dialect_index(
+            "ix_prediction_read", "run_id", "repeat", "sample_id", "outcome", "score", "evidence", dialect="sqlite"
+        ),
     )
 
 

@@ -12,6 +12,7 @@ from alembic import context
 from sqlmodel import SQLModel
 
 import store.models  # noqa: F401  (registers the tables)
+from store.models import schema_objects_of
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -37,7 +38,12 @@ def run_migrations_online() -> None:
             connection.exec_driver_sql("PRAGMA foreign_keys=OFF")
             connection.commit()
         try:
-            context.configure(connection=connection, target_metadata=target_metadata, render_as_batch=sqlite)
+            context.configure(
+                connection=connection,
+                target_metadata=target_metadata,
+                render_as_batch=sqlite,
+                include_object=schema_objects_of(connection.dialect.name),  # a SQLite-only index is not PostgreSQL's
+            )
             with context.begin_transaction():
                 context.run_migrations()
                 if sqlite:

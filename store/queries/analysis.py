@@ -80,6 +80,34 @@ def recorded_editions(engine: Engine, run_ids: Sequence[str]) -> dict[str, str |
     return {rid: ed for rid, ed in rows}
 
 
+def run_verdicts_query(light: bool) -> tuple[list[str], sa.Select[tuple[object, ...]]]:
+    """The statement :func:`load_predictions` runs once per run (bound parameter ``run_id``): the run's repeat-0
+    predictions' own columns (``sample_id`` first; ``light``: sample_id, outcome, score, evidence), in sample id
+    order, and their names. On SQLite the light one is answered from the index ``ix_prediction_read`` alone
+    (migration r14)."""
+    p = prediction.c
+    cols: dict[str, Any] = {
+        "sample_id": p.sample_id,
+        "outcome": p.outcome,
+        "score": p.score,
+        # evidence as JSON text, decoded by the caller only when non-empty (most predictions have none): much
+        # faster than letting the JSON type decode every row
+        "evidence": sa.cast(p.evidence, sa.Text).label("evidence"),
+        "raw": p.raw,
+        "reason": p.reason,
+        "pred_category": p.pred_category,
+        "severity": p.severity,
+    }
+    names = LIGHT_COLUMNS if light else PREDICTION_COLUMNS
+    own = [n for n in names if n not in ("run_id", *RUN_JOINED, *SAMPLE_JOINED)]  # sample_id first
+    q = (
+        sa.select(*[cols[n] for n in own])
+        .where(p.repeat == 0, p.run_id == sa.bindparam("run_id"))  # one verdict per sample: repeat 0
+        .order_by(p.sample_id)
+    )
+    return own, q
+
+
 def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, light: bool = False) -> pd.DataFrame:
     """One row per prediction joined with its sample and run (repeat 0 only: the run's verdict of a
     sample; the other repeats of ``run --repeat K`` are read by :mod:`automonitor.analysis.stability`).
@@ -92,31 +120,12 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     import numpy as np
     import pandas as pd
 
-    p = prediction.c
-    cols: dict[str, Any] = {
-        "run_id": p.run_id,
-        "sample_id": p.sample_id,
-        "outcome": p.outcome,
-        "score": p.score,
-        # evidence as JSON text, decoded below only when non-empty (most predictions have none): much faster
-        # than letting the JSON type decode every row
-        "evidence": sa.cast(p.evidence, sa.Text).label("evidence"),
-        "raw": p.raw,
-        "reason": p.reason,
-        "pred_category": p.pred_category,
-        "severity": p.severity,
-    }
     names = LIGHT_COLUMNS if light else PREDICTION_COLUMNS
     # each run's prediction rows alone (in run id order, as ORDER BY run_id, sample_id read them; the run id is
     # not sent back per row), their runs' and samples' columns added from one row per run and sample (as the
     # inner joins would: an id without its sample or run drops the row): SQLite's per-row join lookups were
     # about half of the query's CPU, and a string per row for the run id a tenth of the rest
-    own = [n for n in names if n not in ("run_id", *RUN_JOINED, *SAMPLE_JOINED)]  # sample_id first
-    q = (
-        sa.select(*[cols[n] for n in own])
-        .where(p.repeat == 0, p.run_id == sa.bindparam("run_id"))  # one verdict per sample: repeat 0
-        .order_by(p.sample_id)
-    )
+    own, q = run_verdicts_query(light)
     rq = sa.select(run.c.id, run.c.monitor, run.c.template, run.c.kind).order_by(run.c.id)
     with engine.connect() as c:
         if run_ids is not None:
