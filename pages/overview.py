@@ -62,10 +62,10 @@ adjudicated = (
 )
 c1, c2, c3, c4, c5 = ui.metric_columns(5)
 c1.metric(
-    f"Gold samples ({split})",
+    views.gold_tile_label(split, edition),
     f"{n_gold:,}",
     help="Split test: the chosen edition's test samples (the paper mirror by default; adjudicated "
-    "pairs are in edition verified only)",
+    "pairs are in edition verified only). The Samples page counts every edition's members once.",
 )
 c2.metric("Pairs", f"{n_gold // 2:,}")
 c3.metric("Candidates awaiting annotation", f"{cand:,}", help=f"{rejected:,} rejected by adjudication")

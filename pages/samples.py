@@ -122,7 +122,8 @@ url_state.sync_qp(
 
 # the export buttons get the width their labels and icons need at 1280 px ("Export JSONL" was cut)
 head, sizer, pager, exp1, exp2 = st.columns([1.6, 0.9, 0.9, 1.2, 1.35], vertical_alignment="bottom")
-head.markdown(f"**{total:,}** matching samples")
+count_line, count_help = views.matching_line(total, chosen["split"], statuses)
+head.markdown(count_line, help=count_help)  # says which split and status it counts (not the Overview's tile)
 sizer.selectbox("Per page", list(views.PAGE_SIZES), key=size_key)
 page = pager.number_input("Page", min_value=1, max_value=pages, step=1, key=p_key)
 url_state.set_qp(page=None if page == 1 else page)

@@ -83,6 +83,7 @@ if TYPE_CHECKING:
         composition_frame,
         composition_pivot,
         counts_by,
+        gold_tile_label,
         store_version,
     )
     from automonitor.views.runs import (
@@ -97,6 +98,7 @@ if TYPE_CHECKING:
     )
     from automonitor.views.samples import (
         export_samples,
+        matching_line,
         sample_detail,
         sample_predictions,
         shown_responses,

@@ -56,6 +56,18 @@ def composition_frame(engine: Engine, *, split: str | None = "test", edition: st
     )
 
 
+def gold_tile_label(split: str, edition: str | None = None) -> str:
+    """The Overview's tile of gold samples, naming what it counts (the count :func:`composition_frame`
+    gives): split ``test`` is one edition's members, ``"Gold samples (test, edition paper)"``; ``train``
+    ``"Gold samples (train)"``; ``all`` every gold sample of the store, ``"Gold samples (all splits)"`` (the
+    Samples page's count with status gold and no split chosen)."""
+    if split == "all":
+        return "Gold samples (all splits)"
+    if split == "test":
+        return f"Gold samples (test, edition {edition or 'paper'})"
+    return f"Gold samples ({split})"
+
+
 def composition_pivot(long: pd.DataFrame) -> pd.DataFrame:
     """Category x (task, label) count table with totals, from :func:`composition_frame` output."""
     if long.empty:

@@ -14,6 +14,8 @@ from typing_extensions import Unpack
 
 from automonitor.data.records import csv_cell_out
 from automonitor.data.row_models import PAIR_FIELDS
+from automonitor.escaping import md_escape
+from automonitor.vocab import EDITIONS
 
 #: The fields of a samples export: the pair file's (:data:`~automonitor.data.row_models.PAIR_FIELDS`) up to
 #: ``source``, then the store's ``split``, ``status`` and ``meta``; read from the ``Sample`` columns of the
@@ -60,6 +62,22 @@ def search_samples(
         total = count_matching(c, where)
         rows = browser_rows(c, where, cols, limit=limit, offset=offset)
     return total, pd.DataFrame(rows, columns=cols)
+
+
+def matching_line(total: int, splits: Sequence[str], statuses: Sequence[str]) -> tuple[str, str]:
+    """The Samples page's count line (markdown) and its tooltip: how many samples match, then the split and the
+    status filters' values, so a count is never read as another page's, e.g. ``"**17,818** matching samples ·
+    split: all · status: gold"`` (an empty filter: ``all``, resp. ``any``). The tooltip says that the test split
+    holds every edition's members once, where the Overview's tile counts one edition. Values markdown-escaped."""
+    split_text = ", ".join(md_escape(x) for x in splits) if splits else "all"
+    status_text = ", ".join(md_escape(x) for x in statuses) if statuses else "any"
+    line = f"**{total:,}** matching samples · split: {split_text} · status: {status_text}"
+    tip = (
+        "Samples in the store that match every filter. Split test holds the members of every edition "
+        f"({', '.join(EDITIONS)}) once, so it is larger than the Overview's Gold samples tile, which counts "
+        "one edition's test split."
+    )
+    return line, tip
 
 
 def pair_file_bytes(rows: Sequence[Sequence[object]], fmt: str) -> bytes:

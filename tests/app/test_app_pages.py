@@ -36,7 +36,7 @@ def test_every_page_on_an_empty_store(tmp_path):
 def test_overview_counts_and_split_in_url(seeded):
     at = ok(app().run())
     metrics = {m.label: m.value for m in at.metric}
-    assert metrics["Gold samples (test)"] == "38"
+    assert metrics["Gold samples (test, edition paper)"] == "38"
     assert metrics["Pairs"] == "19"
     assert metrics["Candidates awaiting annotation"] == "2"
     assert metrics["Runs"] == "3"
@@ -50,6 +50,26 @@ def test_overview_counts_and_split_in_url(seeded):
     # a shared link opens the same view
     at2 = ok(app("pages/overview.py", split="train").run())
     assert at2.segmented_control(key="overview.split").value == "train"
+
+
+def test_counts_say_which_split_they_count_on_overview_and_samples(seeded):
+    """Trial: the Overview's "Gold samples (test) 2,966" beside the Samples page's "17,818 matching" (every split,
+    every edition's members) puzzled a newcomer. The numbers stay; the Overview's tile names the split and the
+    edition it counts, the Samples page's count line the split and status filters' values (and its tooltip why
+    its test split is larger than the tile)."""
+    at = ok(app().run())
+    assert {m.label: m.value for m in at.metric}["Gold samples (test, edition paper)"] == "38"
+    at.segmented_control(key="overview.split").set_value("all")
+    ok(at.run())
+    every = {m.label: m.value for m in at.metric}["Gold samples (all splits)"]
+    samples = ok(app("pages/samples.py").run())
+    line = samples.markdown[0]
+    assert line.value == f"**{every}** matching samples · split: all · status: gold"  # the same number, named alike
+    assert "every edition" in line.proto.help and "Overview" in line.proto.help
+    samples = ok(app("pages/samples.py", split="test", status="any").run())
+    assert samples.markdown[0].value == "**38** matching samples · split: test · status: any"  # candidates: no split
+    samples = ok(app("pages/samples.py", split=["test", "train"]).run())
+    assert samples.markdown[0].value.endswith(" · split: test, train · status: gold")
 
 
 def test_samples_browser_filters_url_and_escaping(seeded):

@@ -204,7 +204,7 @@ def test_overview_count_follows_finalisation_without_restart(ann_store):
     at.switch_page(page_path("pages/overview.py"))
     ok(at.run())
     m = {x.label: x.value for x in at.metric}
-    assert m["Adjudicated (verified)"] == "0" and m["Gold samples (test)"] == "0"
+    assert m["Adjudicated (verified)"] == "0" and m["Gold samples (test, edition paper)"] == "0"
     for name in ("anna", "bert"):
         for q in ann.my_queue(eng, users[name]):
             ann.save_label(eng, users[name], q.sample_id, "misbehavior" if q.sample_id.endswith("m") else "benign")
@@ -213,4 +213,4 @@ def test_overview_count_follows_finalisation_without_restart(ann_store):
     assert len(res.accepted) == 5
     at.run()  # the same session: the cache key changed with the samples' status
     m = {x.label: x.value for x in at.metric}
-    assert m["Adjudicated (verified)"] == "10" and m["Gold samples (test)"] == "0"
+    assert m["Adjudicated (verified)"] == "10" and m["Gold samples (test, edition paper)"] == "0"

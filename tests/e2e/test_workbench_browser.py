@@ -133,7 +133,7 @@ def test_small_session_agreement_adjudication_and_finalise(migrated_sqlite, brow
         e2e.wait_app(admin)
         flat = [" ".join(m.split()) for m in admin.locator('[data-testid="stMetric"]').all_inner_texts()]
         assert "Adjudicated (verified) 8" in flat  # no restart needed
-        assert f"Gold samples (test) {paper_before}" in flat  # the paper mirror did not grow
+        assert f"Gold samples (test, edition paper) {paper_before}" in flat  # the paper mirror did not grow
         with session_scope(eng) as s:
             assert stats(s)["total"] == paper_before
         assert len(my_labels(eng, account_named(eng, "bert"))) == 10
