@@ -145,6 +145,7 @@ ACCOUNT_ACTIONS: tuple[str, ...] = (
     "sessions_ended",
     "logout",
     "reassigned",
+    "login",
 )
 #: An erratum's verdict on a pair's label.
 ERRATUM_VERDICTS: tuple[str, ...] = ("wrong", "doubtful")

@@ -245,7 +245,8 @@ def authenticate(
     consecutive failures for a name (known or not), or ``CLIENT_FREE_FAILURES`` from one ``client``
     (e.g. the browser's address), that key is locked for ``lock_seconds`` (30 s, doubling per further
     failure, at most 15 min); a login while locked raises :class:`LoginThrottled` without checking the
-    password. A success clears both keys. ``clock``: a callable giving the aware UTC ``datetime`` now
+    password. A success clears both keys and is recorded in ``account_event`` (action ``login``, the
+    account as its own actor; ``users history`` lists it). ``clock``: a callable giving the aware UTC ``datetime`` now
     (injectable for tests; default the system clock).
     """
     now = (clock or utcnow)()
@@ -267,6 +268,7 @@ def authenticate(
         return None
     with session_scope(engine) as s:
         store.clear_throttle(s, [k for k, _, _ in keys])
+        store.record_event(s, int(row.id or 0), "login", row.name, None, at=now)
     if hasher.check_needs_rehash(row.password_hash):
         with session_scope(engine) as s:
             store.set_password_hash(s, _account(row).id, hasher.hash(password))

@@ -132,16 +132,21 @@ def test_passwd_deactivate_reassign_reactivate_are_recorded(engine):
         accounts.set_active(engine, authenticate(engine, "anna", PW), "cleo", False)
     table = {r["name"]: r for r in accounts.account_table(engine, admin)}
     assert table["bert"]["active"] is False and table["bert"]["last_event"]["action"] == "reassigned"
-    assert table["anna"]["last_event"]["action"] == "reactivated"
+    # anna logged in after her reactivation (twice above): her last event is that login, her own
+    assert (table["anna"]["last_event"]["action"], table["anna"]["last_event"]["actor"]) == ("login", "anna")
+    anna_hist = [(e["action"], e["actor"]) for e in accounts.account_events(engine, admin, "anna")]
+    assert anna_hist[-4:] == [("deactivated", "root"), ("reactivated", "root"), ("login", "anna"), ("login", "anna")]
     assert [r["name"] for r in accounts.account_table(engine, admin, include_inactive=False)] == [
         "anna",
         "cleo",
         "root",
     ]
     hist = [(e["action"], e["actor"]) for e in accounts.account_events(engine, admin, "bert")]
-    assert hist == [
+    assert hist == [  # each successful login is recorded; the refused ones (old password, deactivated) are not
         ("created", "system"),
+        ("login", "bert"),
         ("password_changed", "root"),
+        ("login", "bert"),
         ("deactivated", "root"),
         ("reassigned", "root"),
     ]

@@ -18,7 +18,7 @@ from helpers import store_sample
 
 CAP = 2**31 - 1  # the most tokens one call may report
 BEFORE = "r12_monitor_name_unique"
-HEAD = "r14_prediction_read_index"  # the newest revision: init_db upgrades to it
+HEAD = "r15_account_login_event"  # the newest revision: init_db upgrades to it
 
 
 def _run_with_capped_predictions(engine, run_id: str, n: int) -> None:
