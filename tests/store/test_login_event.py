@@ -48,7 +48,9 @@ def test_a_login_is_recorded_and_listed_by_users_history(engine):
     assert accounts.end_session(engine, token) is True
     events = [(e["account"], e["action"], e["actor"]) for e in accounts.account_events(engine, admin, "anna")]
     assert events == [("anna", "created", "system"), ("anna", "login", "anna"), ("anna", "logout", "anna")]
-    res = run_cli_in_process(["users", "history", "anna", "--json"], db=engine.url.render_as_string(hide_password=False))
+    res = run_cli_in_process(
+        ["users", "history", "anna", "--json"], db=engine.url.render_as_string(hide_password=False)
+    )
     assert res.returncode == 0, res.stderr
     assert [r["action"] for r in json.loads(res.stdout)] == ["created", "login", "logout"]
 
