@@ -103,11 +103,7 @@ def run_option_label(run: object, max_len: int = RUN_LABEL_MAX) -> str:
     text, not escaped.
     """
     max_len = max(32, int(max_len))
-    rid = _field(run, "run_id")
-    status = _field(run, "status")
-    tail = f" ({status})" if status not in QUIET_STATUSES else ""
-    mon = short_monitor(_field(run, "monitor")) or "?"
-    tpl = _field(run, "template")
+    rid, tail, mon, tpl = _label_parts(run)
 
     def label(monitor: str, template: str, run_id: str) -> str:
         return _SEP.join(p for p in (monitor, template, run_id) if p) + tail
@@ -123,6 +119,15 @@ def run_option_label(run: object, max_len: int = RUN_LABEL_MAX) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def _label_parts(run: object) -> tuple[str, str, str, str]:
+    """``(run id, status tail, monitor, template)`` of a run label: the tail is `` (<status>)`` for a status not in
+    :data:`QUIET_STATUSES`, else empty; the monitor reduced to its file name (:func:`short_monitor`), ``?`` when
+    missing. ``run`` as for :func:`run_option_label`."""
+    status = _field(run, "status")
+    tail = f" ({status})" if status not in QUIET_STATUSES else ""
+    return _field(run, "run_id"), tail, short_monitor(_field(run, "monitor")) or "?", _field(run, "template")
+
+
 def run_select_label(run: object, max_len: int = RUN_SELECT_MAX) -> str:
     """A run's label for the Drill-down's run selects (wide: the whole label fits there in most stores), at most
     ``max_len`` characters (>= 32). ``run`` as for :func:`run_option_label`, the same shape ``"<monitor> ·
@@ -133,11 +138,7 @@ def run_select_label(run: object, max_len: int = RUN_SELECT_MAX) -> str:
     its end. The run id and the status are whole but in that last case. :func:`run_full_label` (the select's
     tooltip) has everything. Plain text, not escaped."""
     max_len = max(32, int(max_len))
-    rid = _field(run, "run_id")
-    status = _field(run, "status")
-    tail = f" ({status})" if status not in QUIET_STATUSES else ""
-    mon = short_monitor(_field(run, "monitor")) or "?"
-    tpl = _field(run, "template")
+    rid, tail, mon, tpl = _label_parts(run)
 
     def label(monitor: str, template: str) -> str:
         return _SEP.join(p for p in (monitor, template, rid) if p) + tail
