@@ -53,6 +53,15 @@ row = ui.picked_row(
     df,
     f"{PAGE}.table",
     column_config={
+        # the table's columns under the words the CLI line uses, not the JSON keys
+        "generation_id": st.column_config.TextColumn("generation run"),
+        "kind": st.column_config.TextColumn("recipe"),
+        "candidates_added": st.column_config.NumberColumn("pairs added"),
+        "cue/incentive": st.column_config.TextColumn("cue / incentive"),
+        "cache_hits": st.column_config.NumberColumn("cache hits"),
+        "started_at": st.column_config.TextColumn("started"),
+        "finished_at": st.column_config.TextColumn("finished"),
+        "created_at": st.column_config.TextColumn("created"),
         "kept_rate": (
             st.column_config.NumberColumn("kept / prompts", format="percent")
             if views.is_numeric(df, "kept_rate")

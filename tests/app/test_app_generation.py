@@ -3,6 +3,8 @@ scripted OpenAI-compatible loopback generator, the detached generation process).
 
 from __future__ import annotations
 
+import json
+
 import time
 
 import pytest
@@ -190,6 +192,14 @@ def test_generation_page_lists_the_runs_generate_list_prints(store_with_generati
     cols = ["generation_id", "status", "source", "generator", "kept", "dropped", "started_at", "finished_at"]
     table = at.dataframe[0].value[cols].to_dict("records")
     assert [r["generation_id"] for r in table] == [pending, done]  # newest first
+    # the headers are the CLI line's words, not the JSON keys (trial: the first header read "generation_id")
+    labels = {k: v.get("label") for k, v in json.loads(at.dataframe[0].proto.columns).items()}
+    assert {k: labels.get(k) for k in ("generation_id", "kind", "candidates_added", "started_at")} == {
+        "generation_id": "generation run",
+        "kind": "recipe",
+        "candidates_added": "pairs added",
+        "started_at": "started",
+    }
     assert table[0] | {"generation_id": None} == {
         "generation_id": None,
         "status": "pending",
