@@ -18,12 +18,6 @@ from helpers import run_cli
 M, B = "misbehavior", "benign"
 
 
-def _store(url):
-    from store import get_engine, init_db
-
-    return init_db(get_engine(url, fresh=True))
-
-
 def _samples(spec):
     """spec: [(pair, category, task)] -> sample rows (both labels) keyed 'm<i>'/'b<i>'."""
     rows, keys = [], {}
@@ -76,15 +70,16 @@ C = {"m1": B, "m2": M, "m3": M, "m4": B, "b1": M, "b2": M, "b3": B, "b4": B}
 
 
 @pytest.fixture
-def small(db_url):
-    eng = _store(db_url)
+def small(engine, db_url):
+    """Three made-up runs on four pairs, in a copy of the run's migrated empty store (``engine``: the
+    migrations are not under test here)."""
+    eng = engine
     rows, keys = _samples([(f"p{i}", "safety_permission", "qa") for i in range(1, 5)])
     app_seed.insert_samples(eng, rows)
     _run(eng, "rA", "probe:tfidf-lr", keys, A, A_S, cost=0.001, latency_ms=2.0)
     _run(eng, "rB", "llamacpp:gemma", keys, Bo, B_S)
     _run(eng, "rC", "openai:gpt", keys, C, cost=0.01, latency_ms=300.0)
-    yield {"engine": eng, "url": db_url, "keys": keys}
-    eng.dispose()
+    return {"engine": eng, "url": db_url, "keys": keys}
 
 
 def _overall(engine, run_id):
@@ -322,10 +317,10 @@ def test_fit_thresholds_hand_computed_and_cost_target():
         derive.parse_target("mr<=0.1")
 
 
-def test_thresholds_run_per_category_beats_global(db_url):
+def test_thresholds_run_per_category_beats_global(engine):
     from automonitor.analysis import derive
 
-    eng = _store(db_url)
+    eng = engine
     spec = [(f"p{i:02d}", "safety_permission" if i < 5 else "sycophancy_bias", "qa") for i in range(10)]
     rows, keys = _samples(spec)
     app_seed.insert_samples(eng, rows)
@@ -343,7 +338,6 @@ def test_thresholds_run_per_category_beats_global(db_url):
     assert len(res["recipe"]["fold_thresholds"]) == 5
     # a single global threshold at FAR 0 has to stay above .6: it misses category Y entirely
     assert res["recipe"]["thresholds"]["global"] == 0.9
-    eng.dispose()
 
 
 def test_cli_derive_json_runs_and_report(small):
