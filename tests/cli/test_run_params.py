@@ -14,15 +14,15 @@ import sqlalchemy as sa
 from automonitor.runs import runner
 from helpers import run_cli
 from servers.data import add_custom
-from store import get_engine, init_db, session_scope
+from store import session_scope
 from store.models import Run
 
 ARGS = ["run", "--monitor", "rules", "--template", "direct", "--no-controls", "--json"]
 
 
-def _store(url: str):
-    engine = get_engine(url)
-    init_db(engine)
+def _store(engine):
+    """One pair in ``engine``'s store (``sqlite_engine``: a copy of the run's migrated empty store, so the
+    test's ``sqlite_url`` is that store; the migrations are not under test here)."""
     add_custom(engine, [("plain a", "os.system('a')", "good a")])
     return engine
 
@@ -48,8 +48,8 @@ def _n_runs(engine) -> int:
         ("fewshot_seed=1.5", "fewshot_seed"),
     ],
 )
-def test_a_bad_runner_parameter_exits_2_naming_it_and_creates_no_run(sqlite_url, param, field):
-    engine = _store(sqlite_url)
+def test_a_bad_runner_parameter_exits_2_naming_it_and_creates_no_run(sqlite_url, sqlite_engine, param, field):
+    engine = _store(sqlite_engine)
     res = run_cli([*ARGS, "--param", param], db=sqlite_url)
     assert res.returncode == 2, (res.returncode, res.stderr)
     assert f"--param {field}" in res.stderr, res.stderr
@@ -57,8 +57,8 @@ def test_a_bad_runner_parameter_exits_2_naming_it_and_creates_no_run(sqlite_url,
     assert _n_runs(engine) == 0
 
 
-def test_whole_numbers_as_strings_are_accepted_and_stored_normalised(sqlite_url):
-    engine = _store(sqlite_url)
+def test_whole_numbers_as_strings_are_accepted_and_stored_normalised(sqlite_url, sqlite_engine):
+    engine = _store(sqlite_engine)
     res = run_cli([*ARGS, "--param", 'repeat="2"', "--param", "max_attempts=3", "--retries", "2"], db=sqlite_url)
     assert res.returncode == 0, res.stderr
     with session_scope(engine) as s:
@@ -66,8 +66,8 @@ def test_whole_numbers_as_strings_are_accepted_and_stored_normalised(sqlite_url)
     assert judge["repeat"] == 2 and judge["max_attempts"] == 3
 
 
-def test_retries_with_a_string_max_attempts_that_agrees_or_is_bad(sqlite_url):
-    engine = _store(sqlite_url)
+def test_retries_with_a_string_max_attempts_that_agrees_or_is_bad(sqlite_url, sqlite_engine):
+    engine = _store(sqlite_engine)
     agree = run_cli([*ARGS, "--retries", "2", "--param", 'max_attempts="3"'], db=sqlite_url)
     assert agree.returncode == 0, agree.stderr  # "3" and --retries 2 say the same (before: "disagree")
     bad = run_cli([*ARGS, "--retries", "2", "--param", "max_attempts=2.5"], db=sqlite_url)
@@ -75,8 +75,8 @@ def test_retries_with_a_string_max_attempts_that_agrees_or_is_bad(sqlite_url):
     assert _n_runs(engine) == 1
 
 
-def test_resume_of_a_run_stored_with_a_value_now_refused_exits_2_and_keeps_it(sqlite_url):
-    engine = _store(sqlite_url)
+def test_resume_of_a_run_stored_with_a_value_now_refused_exits_2_and_keeps_it(sqlite_url, sqlite_engine):
+    engine = _store(sqlite_engine)
     rid = runner.create_run(engine, "rules", "direct", controls=False)
     with session_scope(engine) as s:
         run = s.get(Run, rid)
