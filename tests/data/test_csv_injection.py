@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import shutil
 
 import pytest
 import sqlalchemy as sa
@@ -38,8 +39,8 @@ HOSTILE = [
 DANGER = ("=", "+", "-", "@", "\t", "\r")
 
 
-def _store_with_hostile_pairs(url):
-    eng = init_db(get_engine(url, fresh=True))
+def _store_with_hostile_pairs(eng):
+    """The hostile pairs in ``eng``'s store (the ``engine`` fixture: a copy of the run's migrated empty store)."""
     rows = []
     for i, text in enumerate(HOSTILE):
         for lab, resp in (("misbehavior", text), ("benign", f"benign {i}")):
@@ -79,8 +80,10 @@ def test_cell_rule_is_reversible():
 
 
 @pytest.mark.parametrize("mode", ["safe", "exact"])
-def test_pair_export_csv_neutralises_by_default_and_both_modes_round_trip(tmp_path, db_url, mode):
-    eng = _store_with_hostile_pairs(db_url)
+def test_pair_export_csv_neutralises_by_default_and_both_modes_round_trip(
+    tmp_path, engine, mode, empty_sqlite_template
+):
+    eng = _store_with_hostile_pairs(engine)
     out = tmp_path / "pairs.csv"
     export_pairs(eng, out, csv_mode=mode)
     cells = _cells(out.read_bytes().decode("utf-8"))
@@ -89,15 +92,17 @@ def test_pair_export_csv_neutralises_by_default_and_both_modes_round_trip(tmp_pa
         assert "'" + HOSTILE[0] in cells and "'" + "'=already quoted" in cells and "'plain apostrophe" in cells
     else:
         assert HOSTILE[0] in cells and "+1+1" in cells
+    shutil.copyfile(empty_sqlite_template, tmp_path / "back.db")  # the run's migrated empty store, copied
     eng2 = init_db(get_engine(f"sqlite:///{tmp_path / 'back.db'}", fresh=True))
     import_pairs(eng2, out, csv_mode=mode)
     assert _texts(eng2) == _texts(eng)  # lossless
+    eng2.dispose()
 
 
-def test_cli_export_csv_exact_is_the_contracts_flag_and_csv_mode_still_works(tmp_path, cli, db_url):
+def test_cli_export_csv_exact_is_the_contracts_flag_and_csv_mode_still_works(tmp_path, cli, db_url, engine):
     """CONTRACT round 3: `export --format csv` neutralises formulas by default; `--csv-exact` writes cells
     unchanged, the same file as `--csv-mode exact`."""
-    _store_with_hostile_pairs(db_url).dispose()
+    _store_with_hostile_pairs(engine)
     files = {}
     for name, flags in (("safe", []), ("flag", ["--csv-exact"]), ("mode", ["--csv-mode", "exact"])):
         files[name] = tmp_path / f"{name}.csv"
@@ -111,8 +116,8 @@ def test_cli_export_csv_exact_is_the_contracts_flag_and_csv_mode_still_works(tmp
     assert bad.returncode == 2 and "--csv-mode" in bad.stderr
 
 
-def test_samples_page_download_is_neutralised(db_url):
-    eng = _store_with_hostile_pairs(db_url)
+def test_samples_page_download_is_neutralised(engine):
+    eng = _store_with_hostile_pairs(engine)
     body = views.export_samples(eng, "csv").decode("utf-8")
     cells = _cells(body)
     assert not [c for c in cells if c.startswith(DANGER)]
