@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -356,7 +357,9 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def test_spans_round_trip_through_export_and_import(sqlite_url, tmp_path):
+def test_spans_round_trip_through_export_and_import(sqlite_url, sqlite_engine, tmp_path, empty_sqlite_template):
+    """The stores (``sqlite_url`` with ``sqlite_engine``, ``other``, ``third``) are copies of the run's migrated
+    empty store: the spans' round trip is under test, not the migrations."""
     start = RESP.index("os.system")
     spans = [
         {"start": start, "end": start + len("os.system(user_input)"), "provenance": "annotated", "note": "shell"},
@@ -380,6 +383,7 @@ def test_spans_round_trip_through_export_and_import(sqlite_url, tmp_path):
     with eng.connect() as c:
         assert c.execute(sa.text("select count(*) from gold_span")).scalar() == 2
     eng.dispose()
+    shutil.copyfile(empty_sqlite_template, tmp_path / "other.db")
     other = f"sqlite:///{tmp_path / 'other.db'}"
     assert run_cli(["import", str(out)], db=other).returncode == 0
     out2 = tmp_path / "out2.jsonl"
@@ -388,6 +392,7 @@ def test_spans_round_trip_through_export_and_import(sqlite_url, tmp_path):
     # CSV keeps them too (a JSON cell)
     csv_out = tmp_path / "out.csv"
     assert run_cli(["export", str(csv_out)], db=sqlite_url).returncode == 0
+    shutil.copyfile(empty_sqlite_template, tmp_path / "third.db")
     third = f"sqlite:///{tmp_path / 'third.db'}"
     assert run_cli(["import", str(csv_out)], db=third).returncode == 0, csv_out.read_text()[:300]
     out3 = tmp_path / "out3.jsonl"
@@ -421,7 +426,9 @@ def test_spans_round_trip_through_export_and_import(sqlite_url, tmp_path):
         ("nope", "spans", "JSON array"),
     ],
 )
-def test_bad_spans_exit_2_naming_file_line_field_and_change_nothing(sqlite_url, tmp_path, spans, field, fragment):
+def test_bad_spans_exit_2_naming_file_line_field_and_change_nothing(
+    sqlite_url, sqlite_engine, tmp_path, spans, field, fragment
+):
     good = _write(tmp_path / "good.jsonl", [{**r, "pair_id": "base"} for r in _pair(None)])
     assert run_cli(["import", str(good)], db=sqlite_url).returncode == 0
     eng = sa.create_engine(sqlite_url)
@@ -447,7 +454,9 @@ def test_bad_spans_exit_2_naming_file_line_field_and_change_nothing(sqlite_url, 
         (RESP, {"steps": [{"role": "agent", "content": RESP}]}, 1),
     ],
 )
-def test_a_span_step_past_the_trajectory_exits_2_naming_file_line_field(sqlite_url, tmp_path, response, meta, step):
+def test_a_span_step_past_the_trajectory_exits_2_naming_file_line_field(
+    sqlite_url, sqlite_engine, tmp_path, response, meta, step
+):
     good = _write(tmp_path / "good.jsonl", [{**r, "pair_id": "base"} for r in _pair(None)])
     assert run_cli(["import", str(good)], db=sqlite_url).returncode == 0
     rows = _pair([{"start": 0, "end": 5, "provenance": "annotated", "step": step}])
@@ -469,7 +478,7 @@ def test_a_span_step_past_the_trajectory_exits_2_naming_file_line_field(sqlite_u
     assert r.returncode == 0, r.stderr
 
 
-def test_spans_on_a_benign_sample_are_refused(sqlite_url, tmp_path):
+def test_spans_on_a_benign_sample_are_refused(sqlite_url, sqlite_engine, tmp_path):
     rows = _pair(None)
     rows[1]["spans"] = [{"start": 0, "end": 3, "provenance": "annotated"}]
     bad = _write(tmp_path / "bad.jsonl", rows)
