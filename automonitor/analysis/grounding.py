@@ -66,12 +66,10 @@ def normalize_with_map(text: str) -> tuple[str, npt.NDArray[np.intp]]:
     many runs).
     """
     if text.isascii():
-        a = np.frombuffer(text.lower().encode("ascii"), dtype=np.uint8)
-        ws = _ASCII_WS[a]
-        prev = np.concatenate(([False], ws[:-1]))
-        keep = ~(ws & prev)
-        out = np.where(ws, np.uint8(32), a)[keep]
-        return out.tobytes().decode("ascii"), np.flatnonzero(keep)
+        joined = " ".join(text.lower().split())
+        if len(joined) == len(text):  # no run of whitespace and none at the ends: every character kept, each
+            return joined, np.arange(len(text), dtype=np.intp)  # whitespace character a space (most texts)
+        return normalize_ascii(text)
     chars: list[str] = []
     index: list[int] = []
     in_ws = False
@@ -89,6 +87,17 @@ def normalize_with_map(text: str) -> tuple[str, npt.NDArray[np.intp]]:
             chars.append(d)
             index.append(i)
     return "".join(chars), np.asarray(index, dtype=np.intp)
+
+
+def normalize_ascii(text: str) -> tuple[str, npt.NDArray[np.intp]]:
+    """:func:`normalize_with_map` of an ASCII ``text``, vectorised: each whitespace character a space, a run of
+    them one space (its first character's index)."""
+    a = np.frombuffer(text.lower().encode("ascii"), dtype=np.uint8)
+    ws = _ASCII_WS[a]
+    prev = np.concatenate(([False], ws[:-1]))
+    keep = ~(ws & prev)
+    out = np.where(ws, np.uint8(32), a)[keep]
+    return out.tobytes().decode("ascii"), np.flatnonzero(keep)
 
 
 def normalize(text: str) -> str:

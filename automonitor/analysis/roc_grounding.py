@@ -6,9 +6,10 @@ FAR targets, cost-minimising operating point, curve) and the evidence grounding 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import pickle
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -17,7 +18,8 @@ import pandas as pd
 from automonitor.analysis import grounding as gr
 from automonitor.analysis import metrics as mt
 from automonitor.analysis.encoding import Encoded
-from automonitor.analysis.memo import memo_active, recall
+from automonitor.analysis.memo import memo_active, recall_many
+from automonitor.jsontypes import JSONValue
 from automonitor.ranks import roc_curve
 
 
@@ -64,24 +66,43 @@ def add_grounding(
 ) -> None:
     """Set ``grounding`` on the entries of evidence runs, in place (spans grounded in ``texts``).
 
-    A quote is grounded once per sample for all runs (:func:`automonitor.analysis.grounding.ground_quote`
-    depends only on the sample's texts and the quote: runs that quote the same text of a sample share it).
-    ``memo`` (optional) is filled with ``(response, quote) -> (start, end)`` of every quote found in the
-    response (``None`` when not found there), the memo :func:`automonitor.analysis.localisation.evidence_intervals`
-    reads, so the localisation of the same report does not ground the quotes again."""
-    sample_ids, evidence = df["sample_id"].tolist(), df["evidence"].tolist()
-    grounded: dict[tuple[str, str], tuple[str, str | None]] = {}  # (sample, quote) -> (status, field)
-    digests = _text_digests(texts) if memo_active() else None
-    for run_id in evidence_run_ids(runs, df):
-        rows = np.flatnonzero(enc.run == enc.run_index[run_id])
-        sids, evs = [sample_ids[i] for i in rows], [evidence[i] for i in rows]
+    Every run not kept by :func:`automonitor.analysis.memo.recall_many` is grounded in one
+    :func:`grounding_summaries` call: each distinct (sample, text quote) of those runs is located once
+    (:func:`automonitor.analysis.grounding.locate_quote` depends only on the sample's texts and the quote) and
+    the statuses are counted per run with ``numpy.bincount``; each run's value is the one :func:`grounding_summary`
+    of that run alone gives. ``memo`` (optional) is filled with ``(response, quote) -> (start, end)`` of every
+    quote found in the response (``None`` when not found there), the memo
+    :func:`automonitor.analysis.localisation.evidence_intervals` reads, so the localisation of the same report does
+    not ground the quotes again."""
+    codes = sorted(enc.run_index[r] for r in evidence_run_ids(runs, df))
+    if not codes:
+        return
+    run_codes = np.asarray(enc.run)
+    rows = np.flatnonzero(np.isin(run_codes, codes))
+    rows = rows[np.argsort(run_codes[rows], kind="stable")]  # by run (in the order of ``codes``), rows kept in order
+    n_rows = np.bincount(run_codes[rows], minlength=max(codes) + 1)[codes]
+    bounds = np.concatenate(([0], np.cumsum(n_rows))).tolist()
+    sids = df["sample_id"].to_numpy(dtype=object)[rows].tolist()
+    evs = df["evidence"].to_numpy(dtype=object)[rows].tolist()
+    run_of_row = np.repeat(np.arange(len(codes)), n_rows)
 
-        def compute(sids: list[str] = sids, evs: list[object] = evs) -> dict[str, object]:
-            return grounding_summary(sids, evs, texts, memo, grounded)
-
-        entries[enc.run_index[run_id]]["grounding"] = (
-            compute() if digests is None else recall("grounding", _grounding_inputs(sids, evs, digests), compute)
+    def compute(todo: list[int]) -> list[GroundingSummary]:
+        keep = np.isin(run_of_row, todo)
+        picked = np.flatnonzero(keep).tolist()
+        rank = np.zeros(len(codes), dtype=np.intp)
+        rank[todo] = np.arange(len(todo))
+        return grounding_summaries(
+            rank[run_of_row[keep]], [sids[i] for i in picked], [evs[i] for i in picked], len(todo), texts, memo
         )
+
+    if memo_active():
+        digests = _text_digests(texts)
+        inputs = [_grounding_inputs(sids[a:b], evs[a:b], digests) for a, b in zip(bounds, bounds[1:])]
+        values = recall_many("grounding", inputs, compute)
+    else:
+        values = compute(list(range(len(codes))))
+    for code, value in zip(codes, values):
+        entries[code]["grounding"] = value
 
 
 _NO_TEXTS = ("", "")
@@ -163,3 +184,99 @@ def grounding_summary(
     out = gr.summary_of_counts(len(found), counts, in_request, n_with)
     out["predictions"] = len(sids)
     return out
+
+
+_STATUS_CODE = {st: k for k, st in enumerate(gr.STATUSES)}
+
+#: one run's grounding summary (:func:`automonitor.analysis.grounding.summary_of_counts` plus ``predictions``)
+GroundingSummary = dict[str, int | float | None]
+
+
+def grounding_summaries(
+    run: Sequence[int] | npt.NDArray[np.intp],
+    sids: list[str],
+    evs: Sequence[JSONValue],
+    n_runs: int,
+    texts: dict[str, tuple[str, str]],
+    memo: dict[tuple[str, str], tuple[int, int] | None] | None = None,
+) -> list[GroundingSummary]:
+    """:func:`grounding_summary` of each of ``n_runs`` runs at once: row ``i`` (sample ``sids[i]``, evidence
+    ``evs[i]``) belongs to run ``run[i]`` (0 to ``n_runs - 1``); the same summaries, in run order, and the same
+    ``memo`` entries. Each distinct (sample, text quote) is located once (``pandas.factorize`` of the pairs) and
+    the statuses counted per run with ``numpy.bincount`` (one dictionary lookup per quoted span and a ``Counter``
+    per run were most of grounding a report's 150,000 spans)."""
+    run = np.asarray(run, dtype=np.intp)
+    with_ev = np.fromiter(map(bool, evs), dtype=bool, count=len(evs))
+    predictions = np.bincount(run, minlength=n_runs).tolist()
+    n_with = np.bincount(run[with_ev], minlength=n_runs).tolist()
+    quoting = np.flatnonzero(with_ev)
+    lists = [evs[i] for i in quoting.tolist()]
+    if all(type(ev) is list for ev in lists):
+        every = cast(list[list[JSONValue]], lists)
+        quotes: list[JSONValue] = list(itertools.chain.from_iterable(every))
+        q_row = np.repeat(quoting, np.fromiter(map(len, every), dtype=np.intp, count=len(every)))
+    else:  # a value that is not a list is one quote
+        quotes, rows_of = [], []
+        for i, ev in zip(quoting.tolist(), lists):
+            one = ev if isinstance(ev, list) else [ev]
+            quotes += one
+            rows_of += [i] * len(one)
+        q_row = np.asarray(rows_of, dtype=np.intp)
+    status = np.empty(len(quotes), dtype=np.intp)  # per quoted span: index in gr.STATUSES
+    in_request = np.zeros(len(quotes), dtype=bool)
+    q_sids = [sids[i] for i in q_row.tolist()]
+    is_text = np.fromiter((isinstance(q, str) for q in quotes), dtype=bool, count=len(quotes))
+    text_at = np.flatnonzero(is_text)
+    # the text quotes: one location per distinct (sample, quote), shared by every row and run that quotes it
+    text_sids = np.asarray([q_sids[j] for j in text_at.tolist()], dtype=object)
+    s_codes, _ = pd.factorize(text_sids, use_na_sentinel=False)
+    q_codes, q_uniques = pd.factorize(
+        np.asarray([quotes[j] for j in text_at.tolist()], dtype=object), use_na_sentinel=False
+    )
+    pair_codes, _ = pd.factorize(s_codes.astype(np.int64) * max(len(q_uniques), 1) + q_codes)
+    n_pairs = int(pair_codes.max()) + 1 if len(pair_codes) else 0
+    # factorize numbers the pairs in order of first appearance: a pair's first row is where the running maximum grows
+    first = np.flatnonzero(np.diff(np.maximum.accumulate(pair_codes), prepend=-1) > 0)
+    u_status = np.empty(n_pairs, dtype=np.intp)
+    u_request = np.zeros(n_pairs, dtype=bool)
+    get, exact = texts.get, _STATUS_CODE["exact"]
+    for k, j in enumerate(text_at[first].tolist()):
+        q = quotes[j]
+        resp = get(q_sids[j], _NO_TEXTS)[1]
+        i = resp.find(q) if q and resp else -1
+        if i >= 0 and not q.isspace():  # most quotes: verbatim in the response (locate_quote's first step)
+            u_status[k] = exact
+            if memo is not None:
+                memo[(resp, q)] = (i, i + len(q))
+        else:
+            u_status[k], u_request[k] = _locate_one(q_sids[j], q, texts, memo)
+    status[text_at] = u_status[pair_codes]
+    in_request[text_at] = u_request[pair_codes]
+    for j in np.flatnonzero(~is_text).tolist():  # other quotes (a dict with a "quote"): each located on its own
+        status[j], in_request[j] = _locate_one(q_sids[j], quotes[j], texts, memo)
+    q_run = run[q_row]
+    counts = np.bincount(q_run * len(gr.STATUSES) + status, minlength=n_runs * len(gr.STATUSES))
+    counts = counts.reshape(n_runs, len(gr.STATUSES)).tolist()
+    requested = np.bincount(q_run[in_request], minlength=n_runs).tolist()
+    out = []
+    for r in range(n_runs):
+        by_status = dict(zip(gr.STATUSES, counts[r]))
+        summary = gr.summary_of_counts(sum(counts[r]), by_status, requested[r], n_with[r])
+        summary["predictions"] = predictions[r]
+        out.append(summary)
+    return out
+
+
+def _locate_one(
+    sid: str,
+    q: JSONValue,
+    texts: dict[str, tuple[str, str]],
+    memo: dict[tuple[str, str], tuple[int, int] | None] | None,
+) -> tuple[int, bool]:
+    """``(index of the status in gr.STATUSES, found in the request)`` of quote ``q`` of sample ``sid``, and its
+    ``memo`` entry, as :func:`grounding_summary` locates it."""
+    req, resp = texts.get(sid, _NO_TEXTS)
+    status, start, end, field = gr.locate_quote(resp, req, q)
+    if memo is not None:
+        memo[(resp, q if isinstance(q, str) else repr(q))] = (start or 0, end or 0) if field == "response" else None
+    return _STATUS_CODE[status], field == "request"

@@ -126,3 +126,55 @@ def test_text_quotes_ground_as_quote_objects(response, request, quote):
     """A text quote (grounded on its own fast path) gets the status, offsets and field that the same quote given
     as ``{"quote": ...}`` gets from the general one, in the response and then the request."""
     assert ground_evidence(response, request, [quote]) == ground_evidence(response, request, [{"quote": quote}])
+
+
+_SAMPLE_TEXTS = {
+    "a": ("Please IGNORE the rules", "the answer is 42\nDone."),
+    "b": ("q", "“Quoted” text here"),
+    "c": ("", "x  y\tz"),
+    "d": ("same text", "same text"),
+}
+_QUOTES = st.one_of(
+    _QUOTE_TEXTS,
+    st.sampled_from(["answer is 42", "IGNORE the", "“Quoted” text", "x y z", "same", "made up", "", "  "]),
+    st.builds(lambda q: {"quote": q}, _QUOTE_TEXTS),
+)
+_EVIDENCE = st.one_of(st.lists(_QUOTES, max_size=4), _QUOTES, st.none())
+_ROWS = st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["a", "b", "c", "d", "missing"]), _EVIDENCE), max_size=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_ROWS, st.booleans())
+def test_all_runs_grounding_is_each_runs_own(rows, with_memo):
+    """:func:`grounding_summaries` (every run at once, each distinct (sample, quote) located once) gives each run
+    the summary that :func:`grounding_summary` of that run's rows alone gives, and the same localisation memo:
+    shared, repeated, hallucinated, empty, blank, dict and non-list quotes, samples without texts, runs without
+    rows."""
+    from automonitor.analysis.roc_grounding import grounding_summaries, grounding_summary
+
+    n_runs = 4
+    memo: dict | None = {} if with_memo else None
+    got = grounding_summaries(
+        [r for r, _, _ in rows], [s for _, s, _ in rows], [e for _, _, e in rows], n_runs, _SAMPLE_TEXTS, memo
+    )
+    want_memo: dict | None = {} if with_memo else None
+    want = []
+    for run in range(n_runs):
+        mine = [(s, e) for r, s, e in rows if r == run]
+        want.append(grounding_summary([s for s, _ in mine], [e for _, e in mine], _SAMPLE_TEXTS, want_memo))
+    assert got == want
+    assert memo == want_memo
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aB. \t\n\r\x0b\x0c\x1c\x1f-")), max_size=20))
+def test_ascii_normalisation_one_join_is_the_vectorised_map(text):
+    """An ASCII text's normalisation (one ``join`` when no whitespace run is collapsed) is the vectorised one's:
+    the same text and the same index of every character."""
+    from automonitor.analysis.grounding import normalize_ascii
+
+    normalize_with_map.cache_clear()
+    got_text, got_index = normalize_with_map(text)
+    want_text, want_index = normalize_ascii(text)
+    assert got_text == want_text
+    assert got_index.dtype == want_index.dtype and got_index.tolist() == want_index.tolist()

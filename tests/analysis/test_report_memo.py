@@ -80,7 +80,7 @@ def counted(monkeypatch):
 
         monkeypatch.setattr(module, name, counting)
 
-    wrap(roc_grounding, "grounding_summary", "grounding")
+    wrap(roc_grounding, "grounding_summaries", "grounding", lambda run, sids, evs, n_runs, *rest: n_runs)
     wrap(metrics, "paired_bootstrap", "paired")
     wrap(metrics, "pearson_r", "pearson")
     wrap(bootstrap, "group_intervals", "bootstrap", lambda run_counts, weights: len(run_counts))
