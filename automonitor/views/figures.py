@@ -90,33 +90,17 @@ def tradeoff_figure(
     """
     import plotly.graph_objects as go
 
-    traces: list[TraceSpec] = []
-    pts = _drawable_points(points)
-    if front is None and not pts.empty:
-        front = pareto_ids(pts[pts["eligible"]])
-    if view_lines and not pts.empty:
-        traces += _view_specs(pts)
-    if front:
-        traces += _front_specs(pts, front)
-    laid_out = plot_px or label_plot_px(height)
-    pts, reported_pos = _with_label_layout(pts, reported, front, plot_px=laid_out)
-    done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
-    labelled = _labelled_positions(done, reported)
-    for tpl, eligible, group in _template_groups(done):
-        others = _others(labelled, group["x_plot"], group["y_plot"])
-        traces.append(
-            _run_spec(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action, others=others)
-        )
-    if done is not pts and len(pts) > len(done):
-        incomplete = pts[pts["incomplete"].astype(bool)]
-        traces.append(_incomplete_spec(incomplete, included=include_incomplete, hover_action=hover_action))
-    if localisation is not None and not pts.empty:
-        trace = _localisation_spec(pts, localisation, hover_action=hover_action)
-        if trace is not None:
-            traces.append(trace)
-    if reported is not None and not reported.empty:
-        others = _others(labelled, reported["far"], reported["mr"])
-        traces += _reported_specs(reported, others=others, positions=reported_pos)
+    traces, laid_out = _plane_traces(
+        points,
+        reported=reported,
+        front=front,
+        size_col=size_col,
+        localisation=localisation,
+        include_incomplete=include_incomplete,
+        hover_action=hover_action,
+        view_lines=view_lines,
+        plot_px=plot_px or label_plot_px(height),
+    )
     fig = go.Figure()
     if traces:
         fig.add_traces([go.Scatter(**t) for t in traces])
@@ -135,6 +119,50 @@ def tradeoff_figure(
     return fig
 
 
+def _plane_traces(
+    points: pd.DataFrame,
+    *,
+    reported: pd.DataFrame | None,
+    front: Sequence[str] | None,
+    size_col: str | None,
+    localisation: pd.DataFrame | None,
+    include_incomplete: bool,
+    hover_action: str,
+    view_lines: bool,
+    plot_px: tuple[float, float],
+) -> tuple[list[TraceSpec], tuple[float, float]]:
+    """The traces of :func:`tradeoff_figure` as ``Scatter`` keyword arguments, and the plot area (px) their labels
+    were laid out for (``plot_px``)."""
+    traces: list[TraceSpec] = []
+    pts = _drawable_points(points)
+    if front is None and not pts.empty:
+        front = pareto_ids(pts[pts["eligible"]])
+    if view_lines and not pts.empty:
+        traces += _view_specs(pts)
+    if front:
+        traces += _front_specs(pts, front)
+    laid_out = plot_px
+    pts, reported_pos = _with_label_layout(pts, reported, front, plot_px=laid_out)
+    done = pts[~pts["incomplete"].astype(bool)] if "incomplete" in pts and not pts.empty else pts
+    labelled = _labelled_positions(done, reported)
+    for tpl, eligible, group in _template_groups(done):
+        others = _others(labelled, group["x_plot"], group["y_plot"])
+        traces.append(
+            _run_spec(group, tpl, eligible, all_points=pts, size_col=size_col, hover_action=hover_action, others=others)
+        )
+    if done is not pts and len(pts) > len(done):
+        incomplete = pts[pts["incomplete"].astype(bool)]
+        traces.append(_incomplete_spec(incomplete, included=include_incomplete, hover_action=hover_action))
+    if localisation is not None and not pts.empty:
+        trace = _localisation_spec(pts, localisation, hover_action=hover_action)
+        if trace is not None:
+            traces.append(trace)
+    if reported is not None and not reported.empty:
+        others = _others(labelled, reported["far"], reported["mr"])
+        traces += _reported_specs(reported, others=others, positions=reported_pos)
+    return traces, laid_out
+
+
 #: The key of the plane's ``layout.meta`` that records the plot area (px) its labels were laid out for.
 LAID_OUT_META = "label_plot_px"
 
@@ -151,7 +179,43 @@ def tradeoff_figure_json(
     plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out. Its template is
     pinned to plotly's own (:data:`REPORT_TEMPLATE`): importing Streamlit makes its theme plotly's default
     template, so without the pin the report built from the Trade-off page's button (in the Streamlit process)
-    differed from ``report --format html``'s."""
+    differed from ``report --format html``'s. Written from the traces' keyword arguments by
+    :func:`automonitor.views.figure_json.scatter_figure_json` (no plotly object: the first one of a process loads
+    plotly's validators, about 0.2 s of the report), else (a value it does not write) by
+    :func:`figure_objects_json`: the same bytes."""
+    from automonitor.views.figure_json import plane_layout, scatter_figure_json
+
+    laid_out = label_plot_px(height)
+    traces, _ = _plane_traces(
+        points,
+        reported=reported,
+        front=front,
+        size_col=None,
+        localisation=None,
+        include_incomplete=False,
+        hover_action=hover_action,
+        view_lines=True,
+        plot_px=laid_out,
+    )
+    text = scatter_figure_json(traces, plane_layout(height, laid_out, LAID_OUT_META))
+    return (
+        text
+        if text is not None
+        else figure_objects_json(points, reported=reported, front=front, height=height, hover_action=hover_action)
+    )
+
+
+def figure_objects_json(
+    points: pd.DataFrame,
+    *,
+    reported: pd.DataFrame | None = None,
+    front: Sequence[str] | None = None,
+    height: int = 520,
+    hover_action: str = CLICK_HINT,
+) -> str:
+    """:func:`tradeoff_figure_json` through plotly's figure objects (where
+    :func:`automonitor.views.figure_json.scatter_figure_json` does not write a trace, and the bytes it is tested
+    against)."""
     fig = tradeoff_figure(points, reported=reported, front=front, height=height, hover_action=hover_action)
     fig.layout.template = REPORT_TEMPLATE  # assigned, not update_layout's merge into the default one
     return str(fig.to_json())
