@@ -9,6 +9,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlmodel import Session, select
 
 from automonitor.runs import runner
@@ -212,9 +214,33 @@ def test_content_filter_is_unscored_whatever_the_text(sqlite_engine):
     with OpenAIFaultServer() as srv:
         rid = runner.create_run(sqlite_engine, "openai:gpt-4o-mini", "direct", base_url=srv.base_url, params=FAST)
         out = runner.execute_run(sqlite_engine, rid)
-    assert out["counts"]["refusal"] == 2 and out["counts"]["benign"] == 0
+    # the provider's filter cut the answer off: invalid, never the judge's refusal
+    assert out["counts"]["invalid"] == 2 and out["counts"]["refusal"] == 0 and out["counts"]["benign"] == 0
     assert all(p.reason.startswith("content_filter") for p in _preds(sqlite_engine, rid))
     assert _n_cache(sqlite_engine) == 0  # the provider's filter is not the judge's answer: asked again
+
+
+@given(
+    st.sampled_from(["normal", "truncated", "refusal", "filtered", None]),
+    st.text(max_size=12),
+    st.one_of(st.none(), st.text(max_size=40)),
+)
+@settings(max_examples=300, deadline=None)
+def test_only_the_judges_own_refusal_is_a_refusal(kind, stop, raw):
+    """Rule: ``refusal`` means the judge declined (stop kind ``refusal``) and nothing else; a content-filtered
+    answer (kind ``filtered``) is a cut-off answer: ``invalid``, reason ``content_filter...``, not cached,
+    whatever text (a refusal, a verdict) came with it."""
+    from automonitor.runs.monitors.judgement import Billed, stop_judgement
+
+    j = stop_judgement(kind, stop, raw, Billed(1, 1, 0.0), {})
+    if kind == "normal":
+        assert j is None
+        return
+    assert j is not None
+    assert (j.outcome == "refusal") == (kind == "refusal"), (kind, j.outcome)
+    if kind == "filtered":
+        assert j.outcome == "invalid" and j.reason is not None and j.reason.startswith("content_filter")
+        assert not j.cacheable
 
 
 def test_anthropic_context_window_exceeded_is_truncated(sqlite_engine):
@@ -434,4 +460,5 @@ def test_direct_transport_gives_the_sdk_outcomes(sqlite_engine):
         ]
     assert outcomes["direct"] == outcomes["sdk"]
     kinds = {o for _s, o, _sc, _k in outcomes["direct"]}
-    assert {"misbehavior", "benign", "error", "refusal", "invalid"} <= kinds
+    # the filtered answer is invalid (the provider's filter cut it off), not refusal: no judge here declines
+    assert {"misbehavior", "benign", "error", "invalid"} <= kinds and "refusal" not in kinds

@@ -231,9 +231,10 @@ def stop_judgement(
 ) -> Judgement | None:
     """The unscored :class:`Judgement` of an answer whose provider stop reason ``stop`` is not a normal
     end, from its ``kind`` in the backend's table (``None``: a reason missing from the table, also
-    unscored), or None for a normal end. ``truncated`` -> ``invalid`` "truncated"; ``refusal`` ->
-    ``refusal``; ``filtered`` (the provider's content filter) -> ``refusal`` with reason
-    ``content_filter`` and not cached; an unknown reason -> ``invalid`` "stop reason X"."""
+    unscored), or None for a normal end. ``truncated`` -> ``invalid`` "truncated"; ``refusal`` (the judge
+    itself declined) -> ``refusal``; ``filtered`` (the provider's content filter cut the answer off: not
+    the judge declining) -> ``invalid`` with a reason starting ``content_filter``, not cached; an unknown
+    reason -> ``invalid`` "stop reason X"."""
     if kind == "normal":
         return None
     common: dict[str, Any] = {**vars(billed), "meta": meta}
@@ -243,9 +244,9 @@ def stop_judgement(
         return Judgement("invalid", raw=raw, reason="truncated", **common)
     if kind == "refusal":
         return Judgement("refusal", raw=raw, reason=f"stop reason {stop}", **common)
-    if kind == "filtered":
+    if kind == "filtered":  # a cut-off answer, not a refusal: the judge did not decline
         return Judgement(
-            "refusal",
+            "invalid",
             raw=raw,
             reason=f"content_filter: the provider's content filter stopped the answer (stop reason {stop})",
             cacheable=False,

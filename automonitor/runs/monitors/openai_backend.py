@@ -35,8 +35,9 @@ that fixed, and the fix is kept for the rest of the run and recorded in ``Run.pa
 ``--param reasoning_effort=minimal|low|medium|high`` is sent as ``reasoning_effort``.
 
 Every ``finish_reason`` is read from :attr:`OpenAIBackend.stop_reasons`: ``stop``/``tool_calls`` are a
-normal end; ``length`` is ``invalid`` truncated; ``content_filter`` is unscored (``refusal`` with reason
-``content_filter``, not cached), whatever text came with it; any other reason is ``invalid``. A missing
+normal end; ``length`` is ``invalid`` truncated; ``content_filter`` is unscored (``invalid`` with reason
+``content_filter``, not cached: a cut-off answer, not the judge refusing), whatever text came with it; any
+other reason is ``invalid``. A missing
 ``finish_reason`` (``null`` or absent: some OpenAI-compatible servers send none) names no reason, so the answer
 is read as it is and recorded with ``finish_reason: null``; a cut-off answer is still ``invalid`` truncated
 by the parser (an open JSON object or ``<think>`` block).
