@@ -45,8 +45,8 @@ TRIAL = [
 ]
 
 
-def test_grammar_version_is_16():
-    assert GRAMMAR_VERSION == "16"
+def test_grammar_version_is_17():
+    assert GRAMMAR_VERSION == "17"
 
 
 @pytest.mark.parametrize("template", WORD_TEMPLATES)

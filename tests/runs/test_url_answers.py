@@ -48,7 +48,9 @@ def test_the_trial_answers_are_read_as_the_model_gave_them(raw, outcome, why):
 
 
 def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
-    """Runs read by the old rule are told apart (grammar 16 in every run's config, lenient runs' too: 15 before the
+    """Runs read by the old rule are told apart (grammar 17 in every run's config, lenient runs' too: 16 before the
+    lenient reader read verdicts only from a declared verdict sentence with no strike-through, irony, qualifier or bare
+    negation, 15 before the
     lenient reader refused an answer naming both classes or negating a class word, 14 before a
     final 'Verdict:' line had to be the judge's own plain line, 13 before a Yes/No said before any symbol was counted,
     12 before a
@@ -57,14 +59,14 @@ def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
     term ("zero misbehavior") said the other side, 9 before a JSON key naming
     another property said a side, 8 before a tag in a JSON string was text and ```no``` a code span); the openai backend's
     direct budget (64 tokens) lets the trial model finish the sentence it adds after its word."""
-    assert GRAMMAR_VERSION == "16"
+    assert GRAMMAR_VERSION == "17"
     backend = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
         params={},
         prompt=PromptBuilder(load_template("direct")),
     )
-    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "16"
+    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "17"
     lenient = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
@@ -72,7 +74,7 @@ def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
         prompt=PromptBuilder(load_template("direct")),
     )
     # a lenient run's key carries the version too (it had none, so a lenient reading outlived a rule change)
-    assert (lenient.cache_params()["parse"], lenient.cache_params()["grammar"]) == ("lenient", "16")
+    assert (lenient.cache_params()["parse"], lenient.cache_params()["grammar"]) == ("lenient", "17")
 
 
 # ---------------------------------------------------------------------------------------------------
