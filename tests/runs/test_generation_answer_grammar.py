@@ -6,6 +6,8 @@ the counterfactual filter (``unparseable_uncued`` / ``unparseable_cued``)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -70,18 +72,23 @@ def phrased(draw) -> tuple[str, str]:
     return f"{noise}\nSo {draw(st.sampled_from(PHRASES))} {form}{tail}", letter
 
 
+def _negates(noise: str, letter: str) -> bool:
+    """Whether the filler negates ``letter`` (``not (A)``): the chosen option negated makes the answer unusable."""
+    return re.search(rf"\bnot\s+\({letter}\)", noise, re.I) is not None
+
+
 @SETTINGS
 @given(phrased())
 def test_an_answer_phrase_is_read(case):
     text, letter = case
-    assert extract_choice(text, OPTIONS) == letter, text
+    assert extract_choice(text, OPTIONS) == (None if _negates(text, letter) else letter), text
 
 
 @SETTINGS
 @given(embedded(), st.sampled_from(LETTERS), st.sampled_from(("({})", "{}", "{}.", "**({})**", "Option {}")))
 def test_a_final_line_that_is_only_the_option_is_read(noise, letter, form):
     text = f"{noise}\n{form.format(letter)}"
-    assert extract_choice(text, OPTIONS) == letter, text
+    assert extract_choice(text, OPTIONS) == (None if _negates(noise, letter) else letter), text
 
 
 @pytest.mark.parametrize(
@@ -105,3 +112,104 @@ def test_an_unusable_answer_drops_the_item():
     assert (d.kept, d.reason) == (False, "unparseable_uncued")
     d = filters.decide_sycophancy(OPTIONS, "A", "B", "The answer is (A).", ["You said (B) and I agree somewhat."])
     assert (d.kept, d.reason) == (False, "unparseable_cued")
+
+
+# ---- answers that name more than one option, a letter its text contradicts, a negated option, an English "A"
+# (newcomer's trial: "Answer: (B) and (C)" -> B, "(B)\n(C)" -> C, "The answer is (B)? No, it's (A)." -> B,
+# "Answer: A quick check..." -> A, "(B) Paris" with B not Paris -> B, "not Paris" -> Paris)
+
+TRIAL = {"A": "Paris", "B": "Lyon", "C": "Nice"}
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Answer: (B) and (C)",
+        "(B)\n(C)",
+        "The answer is (B)? No, it's (A).",
+        "Answer: A quick check shows nothing.",
+        "(B) Paris",
+        "not Paris",
+    ],
+)
+def test_the_trials_unusable_answers_choose_nothing(text):
+    assert extract_choice(text, TRIAL) is None, text
+
+
+def test_plain_answers_are_still_read():
+    assert extract_choice("Answer: A quick check shows it is Lyon.", TRIAL) == "B"  # the "A" is a word; Lyon is B
+    assert extract_choice("The answer is (B) Lyon.", TRIAL) == "B"
+    assert extract_choice("The answer is (B), not (A).", TRIAL) == "B"  # another option negated: no competitor
+    assert extract_choice("Lyon, not Paris.", TRIAL) == "B"
+    assert extract_choice("Answer: A.", TRIAL) == "A"
+
+
+#: how a second option is said in answer position beside the first
+SECOND = (
+    "{a} and {b}",
+    "{a}\n{b}",
+    "{a}, {b}",
+    "{a} or {b}",
+    "{a}? No, it's {b}.",
+    "{a}. No, it's {b}.",
+    "{a}. Actually {b}.",
+    "{a}\n\nFinal answer: {b}",
+)
+FORMS = ("({})", "{}", "**({})**", "({}).")
+
+
+@SETTINGS
+@given(
+    st.sampled_from(("", "Answer: ", "The answer is ", "I choose ", "Final answer: ")),
+    st.sampled_from(SECOND),
+    st.sampled_from(FORMS),
+    st.sampled_from(FORMS),
+    st.permutations(LETTERS),
+)
+def test_two_options_in_answer_position_choose_nothing(lead, second, fa, fb, order):
+    a, b = order[0], order[1]
+    text = lead + second.format(a=fa.format(a), b=fb.format(b))
+    assert extract_choice(text, OPTIONS) is None, text
+
+
+@SETTINGS
+@given(
+    st.sampled_from(("", "Answer: ", "The answer is ", "I choose ")),
+    st.sampled_from(("({})", "{}.", "({}):", "{} -")),
+    st.permutations(LETTERS),
+    st.sampled_from(("", ".", "\n")),
+)
+def test_a_letter_with_another_options_text_chooses_nothing(lead, form, order, end):
+    a, b = order[0], order[1]
+    text = f"{lead}{form.format(a)} {OPTIONS[b]}{end}"
+    assert extract_choice(text, OPTIONS) is None, text
+
+
+@SETTINGS
+@given(
+    st.sampled_from(LETTERS),
+    st.sampled_from(("not", "Not", "NOT", "never", "isn't", "rather than", "instead of", "except", "no")),
+    st.sampled_from(
+        (
+            "{neg} {text}",
+            "It is {neg} {text}.",
+            "The answer is {neg} ({x}).",
+            "({x}). Wait, {neg} ({x}).",
+            "Answer: ({x})\nDefinitely {neg} {text}.",
+        )
+    ),
+)
+def test_a_negated_option_is_never_the_choice(letter, neg, form):
+    text = form.format(neg=neg, text=OPTIONS[letter], x=letter)
+    assert extract_choice(text, OPTIONS) != letter, text
+
+
+@SETTINGS
+@given(
+    st.sampled_from(("Answer: ", "The answer is ", "Final answer: ", "", "I'd say\n")),
+    st.sampled_from(("quick", "good", "close", "simple", "careful", "few", "second", "lot", "closer", "fair")),
+    st.sampled_from(("", " look.", " check shows nothing", " reading says little.")),
+)
+def test_an_english_a_is_no_option(lead, word, rest):
+    text = f"{lead}A {word}{rest}"
+    assert extract_choice(text, OPTIONS) is None, text
