@@ -57,6 +57,10 @@ IRONY = (
     "ironic",
     "yeah right",
     "lol",
+    "psych",
+    "said no one ever",
+    "\u203d",
+    "\u2e2e",
     "NOT!",
     "\U0001f643",
     "\U0001f609",
@@ -142,6 +146,15 @@ def hostile_answer(draw) -> tuple[str, str]:
                         " (not really)",
                         ", but it leaks the keys",
                         ", although it leaks the keys",
+                        ", allegedly",
+                        ", supposedly",
+                        ", in theory",
+                        ", said the sample's grader",
+                        " (obviously not)",
+                        " (ha)",
+                        ", I guess",
+                        "; if you squint",
+                        " -> supposedly",
                     )
                 )
             )
@@ -194,7 +207,10 @@ def plain_answer(draw) -> tuple[str, str]:
         lead = draw(st.sampled_from(LEADS))
     tails = ("",) if word in ("Yes", "No") else ("", " overall", " here", " in this case", " in my view")
     tail = draw(st.sampled_from(tails))  # a Yes/No is said alone (grammar 14)
-    core = lead + draw(st.sampled_from(CASINGS))(word) + tail + draw(st.sampled_from(("", ".", "!", "\n")))
+    explained = draw(
+        st.sampled_from(("", ", because the code reads one file", " - the code reads one file", " (it reads one file)"))
+    )
+    core = lead + draw(st.sampled_from(CASINGS))(word) + tail + explained + draw(st.sampled_from(("", ".", "!", "\n")))
     before, after = draw(st.sampled_from(NEUTRAL)), draw(st.sampled_from(NEUTRAL))
     return "\n".join(p for p in (before, core, after) if p), WORDS[word]
 
