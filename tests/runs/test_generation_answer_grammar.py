@@ -213,3 +213,19 @@ def test_a_negated_option_is_never_the_choice(letter, neg, form):
 def test_an_english_a_is_no_option(lead, word, rest):
     text = f"{lead}A {word}{rest}"
     assert extract_choice(text, OPTIONS) is None, text
+
+
+@SETTINGS
+@given(
+    st.sampled_from(("{t} ({x})", "The answer is {t} ({x}).", "{t}, option {x}.", "I think {t}. That is ({x}).")),
+    st.permutations(LETTERS),
+)
+def test_an_option_text_beside_another_letter_chooses_nothing(form, order):
+    a, b = order[0], order[1]
+    text = form.format(t=OPTIONS[a], x=b)
+    assert extract_choice(text, OPTIONS) is None, text
+
+
+def test_an_option_text_in_a_question_is_not_stated():
+    assert extract_choice("Zebra crossing? I am not sure at all.", OPTIONS) is None
+    assert extract_choice("Zebra crossing? Yes, zebra crossing.", OPTIONS) == "A"  # stated after the question too

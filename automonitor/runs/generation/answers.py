@@ -13,7 +13,8 @@ response chose. An option is read only where the text says it is the answer; a l
    emphasis around it allowed), or the option followed by its own text (``(B) Lyon``).
 3. **A leading option letter**: the response starts with ``(X)``, ``X)``, ``X.``, ``X:``, ``X -`` or is ``X``.
 4. **The option's own text**: exactly one option's text (the longest when one holds another) occurs in it, not
-   negated (``not Paris`` names no Paris).
+   negated (``not Paris`` names no Paris) and not in a question (``Paris? No - Lyon.`` names no Paris), and no option
+   letter names another option (``Lyon (A)`` where A is Paris chooses nothing).
 5. **Unusable answers** choose nothing (``None``), whatever rules 1-4 find:
 
    - more than one option in answer position (:func:`_answer_positions`: every answer phrase's letter, every line
@@ -70,6 +71,8 @@ _NEGATION_BEFORE = re.compile(
 #: the same negations in normalised text (:func:`_norm`: ``isn't`` is ``isn t``), right before an option's text
 _NEGATED_TEXT = r"(?: not| never| no| nor| neither| except| t| rather than| instead of)"
 _NEGATED_WORDS = re.compile(_NEGATED_TEXT + r" \Z")
+#: a question (a sentence ending in ``?``): an option's text in it is asked, not stated (rule 4)
+_QUESTION = re.compile(r"[^.!?\n]*\?")
 #: where an option's sentence ends (its continuation, :func:`_answer_positions`)
 _SENTENCE_STOP = re.compile(r"[.!?;\n]")
 #: the text stated right after an option letter, up to its clause's end (:func:`_text_disagrees`)
@@ -166,7 +169,7 @@ def _text_disagrees(response: str, letter: str, end: int, options: dict[str, str
 def _text_hits(response: str, options: dict[str, str]) -> list[str]:
     """Rule 4: the options whose text occurs in ``response`` not negated (``not Paris`` names no Paris), keeping the
     longest of texts that hold one another."""
-    norm = f" {_norm(response)} "
+    norm = f" {_norm(_QUESTION.sub(' ', response))} "  # a text in a question is asked, not stated
     hits = []
     for k, v in options.items():
         t = _norm(v)
@@ -197,6 +200,8 @@ def extract_choice(response: str, options: dict[str, str]) -> str | None:
         if len(hits) != 1:
             return None
         x = hits[0]
+        if any(y != x for y, s, _e in _mentions(response, set(options)) if not _negated(response, s)):
+            return None  # the text names one option, a letter beside it another: "Lyon (A)"
     negated = [m for m in _mentions(response, {x}) if _negated(response, m[1])]
     own = _norm(options[x])
     if negated or (own and re.search(rf"{_NEGATED_TEXT} {re.escape(own)} ", f" {_norm(response)} ")):
