@@ -4,6 +4,8 @@ reported points, and ROC curves with operating points. Every data text shown by 
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import pandas as pd
@@ -108,8 +110,8 @@ def tradeoff_figure(
         title=title,
         height=height,
         margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        xaxis=dict(title="False alarm rate (FAR = FP / (TN + FP))", range=[-0.03, 1.03], zeroline=False),
-        yaxis=dict(title="Miss rate (MR = FN / (TP + FN))", range=[-0.03, 1.03], zeroline=False),
+        xaxis=dict(title=_FAR_TITLE, range=[-0.03, 1.03], zeroline=False),
+        yaxis=dict(title=_MR_TITLE, range=[-0.03, 1.03], zeroline=False),
         legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=12)),
         clickmode="event+select",
         dragmode="pan",
@@ -163,6 +165,10 @@ def _plane_traces(
     return traces, laid_out
 
 
+#: the plane's axis titles
+_FAR_TITLE = "False alarm rate (FAR = FP / (TN + FP))"
+_MR_TITLE = "Miss rate (MR = FN / (TP + FN))"
+
 #: The key of the plane's ``layout.meta`` that records the plot area (px) its labels were laid out for.
 LAID_OUT_META = "label_plot_px"
 
@@ -175,15 +181,17 @@ def tradeoff_figure_json(
     height: int = 520,
     hover_action: str = CLICK_HINT,
 ) -> str:
-    """``tradeoff_figure(points, reported=..., front=..., height=..., hover_action=...).to_json()``: the
-    plane's plotly JSON (the HTML report embeds it), title, sizes and localisation left out. Its template is
-    pinned to plotly's own (:data:`REPORT_TEMPLATE`): importing Streamlit makes its theme plotly's default
-    template, so without the pin the report built from the Trade-off page's button (in the Streamlit process)
-    differed from ``report --format html``'s. Written from the traces' keyword arguments by
-    :func:`automonitor.views.figure_json.scatter_figure_json` (no plotly object: the first one of a process loads
-    plotly's validators, about 0.2 s of the report), else (a value it does not write) by
-    :func:`figure_objects_json`: the same bytes."""
-    from automonitor.views.figure_json import plane_layout, scatter_figure_json
+    """The plane of :func:`tradeoff_figure` (``points``, ``reported``, ``front``, ``height``, ``hover_action`` as
+    there; title, sizes and localisation left out) as plotly JSON text, which the HTML report embeds in a
+    ``<script>`` (``<``, ``>`` and ``/`` escaped by plotly's serializer). The same traces and layout as the
+    figure, as a plain figure dict written by ``plotly.io.to_json(..., validate=False)``: plotly's own
+    serializer, without its figure objects, whose first use in a process loads plotly's validator table and
+    validates the template (about 0.2 s CPU of a cold ``report --format html``, issue 38). The template is
+    plotly's packaged ``plotly`` template (:func:`report_template`), whatever the process's default: importing
+    Streamlit makes its theme plotly's default template, so without the pin the report built from the
+    Trade-off page (in the Streamlit process) differed from ``report --format html``'s. plotly.js renders it as
+    the figure (``tests/views/test_figures_json.py`` holds the two equal once plotly validates them)."""
+    import plotly.io as pio
 
     laid_out = label_plot_px(height)
     traces, _ = _plane_traces(
@@ -197,28 +205,31 @@ def tradeoff_figure_json(
         view_lines=True,
         plot_px=laid_out,
     )
-    text = scatter_figure_json(traces, plane_layout(height, laid_out, LAID_OUT_META))
-    return (
-        text
-        if text is not None
-        else figure_objects_json(points, reported=reported, front=front, height=height, hover_action=hover_action)
-    )
+    layout = {
+        "template": report_template(),
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
+        "xaxis": {"title": {"text": _FAR_TITLE}, "range": [-0.03, 1.03], "zeroline": False},
+        "yaxis": {"title": {"text": _MR_TITLE}, "range": [-0.03, 1.03], "zeroline": False},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0, "font": {"size": 12}},
+        "clickmode": "event+select",
+        "dragmode": "pan",
+        "hovermode": "closest",
+        "meta": {LAID_OUT_META: [round(float(laid_out[0]), 1), round(float(laid_out[1]), 1)]},
+    }
+    figure = {"data": [{"type": "scatter", **t} for t in traces], "layout": layout}
+    return str(pio.to_json(figure, validate=False))
 
 
-def figure_objects_json(
-    points: pd.DataFrame,
-    *,
-    reported: pd.DataFrame | None = None,
-    front: Sequence[str] | None = None,
-    height: int = 520,
-    hover_action: str = CLICK_HINT,
-) -> str:
-    """:func:`tradeoff_figure_json` through plotly's figure objects (where
-    :func:`automonitor.views.figure_json.scatter_figure_json` does not write a trace, and the bytes it is tested
-    against)."""
-    fig = tradeoff_figure(points, reported=reported, front=front, height=height, hover_action=hover_action)
-    fig.layout.template = REPORT_TEMPLATE  # assigned, not update_layout's merge into the default one
-    return str(fig.to_json())
+@functools.cache
+def report_template() -> dict[str, object]:
+    """plotly's ``plotly`` template as the installed plotly ships it (``plotly/package_data/templates/plotly.json``,
+    a JSON object ``{"data": ..., "layout": ...}``), read once per process; the template of the report's plane
+    (:func:`tradeoff_figure_json`)."""
+    from importlib import resources
+
+    path = resources.files("plotly") / "package_data" / "templates" / f"{REPORT_TEMPLATE}.json"
+    return dict(json.loads(path.read_text(encoding="utf-8")))
 
 
 #: The plotly template of the report's plane (:func:`tradeoff_figure_json`), whatever the process's default.
