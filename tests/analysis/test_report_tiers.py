@@ -53,7 +53,8 @@ def _slice_counts(s: dict) -> dict[str, int]:
     return {k: s[k] for k in ("n", "tp", "fn", "fp", "tn")}
 
 
-def test_each_runs_by_tier_counts_its_own_verdicts(cli, db_url, tmp_path):
+def test_each_runs_by_tier_counts_its_own_verdicts(cli, db_url, tmp_path, engine):
+    # engine: db_url is a copy of the run's migrated empty store (the migrations are not under test)
     samples, runs = _three_runs(cli, db_url, tmp_path)
     tier_of = {sid: (s.get("meta") or {}).get("tier") for sid, s in samples.items()}
     expected = {

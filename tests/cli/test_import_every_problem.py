@@ -33,7 +33,8 @@ def _samples(url: str) -> int:
         return int(c.execute(sa.select(sa.func.count()).select_from(Sample)).scalar() or 0)
 
 
-def test_import_lists_malformed_lines_and_bad_fields_together_and_writes_nothing(sqlite_url, tmp_path):
+def test_import_lists_malformed_lines_and_bad_fields_together_and_writes_nothing(sqlite_url, tmp_path, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     lines = [
         _row("p1", "misbehavior"),
         _row("p1", "benign")[:-1],  # line 2: malformed JSON (no closing brace)
@@ -62,7 +63,8 @@ def test_import_lists_malformed_lines_and_bad_fields_together_and_writes_nothing
     assert _samples(sqlite_url) == 0  # all or nothing
 
 
-def test_import_caps_the_list_at_20_problems_and_counts_the_rest(sqlite_url, tmp_path):
+def test_import_caps_the_list_at_20_problems_and_counts_the_rest(sqlite_url, tmp_path, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     lines = []
     for i in range(15):
         lines.append(f"{{broken {i}")  # malformed JSON

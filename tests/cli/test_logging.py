@@ -23,7 +23,8 @@ from store.models import Prediction, Run
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_a_judge_run_logs_to_its_file_without_the_api_key(tmp_path, sqlite_url):
+def test_a_judge_run_logs_to_its_file_without_the_api_key(tmp_path, sqlite_url, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     add_pairs(init_db(get_engine(sqlite_url)), 3)
     key = "sk-test-" + secrets.token_hex(16)
     with OpenAIFaultServer() as srv:
@@ -74,7 +75,8 @@ def test_verbose_and_quiet_are_taken_anywhere_and_run_keeps_its_own_quiet():
     assert logs.take_flags(["errata", "add", "p", "--", "-v"], set()) == (["errata", "add", "p", "--", "-v"], "default")
 
 
-def test_verbose_shows_debug_lines_and_quiet_hides_warnings(tmp_path, sqlite_url):
+def test_verbose_shows_debug_lines_and_quiet_hides_warnings(tmp_path, sqlite_url, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     add_pairs(init_db(get_engine(sqlite_url)), 1)
     loud = run_cli(["stats", "--json", "--verbose"], db=sqlite_url)
     assert loud.returncode == 0 and "DEBUG store.engine: store" in loud.stderr, loud.stderr

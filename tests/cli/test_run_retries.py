@@ -22,7 +22,8 @@ def _run(srv, db: str, *extra: str):
     return run_cli([*args, "--no-controls", "--json", "--quiet", *FAST, *extra], db=db)
 
 
-def test_retries_zero_tries_a_failing_request_once(sqlite_url):
+def test_retries_zero_tries_a_failing_request_once(sqlite_url, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     init_db(get_engine(sqlite_url))
     add_custom(get_engine(sqlite_url), [("[scenario:500,ok] a", "bad a", "good a")])
     with OpenAIFaultServer() as srv:
@@ -42,7 +43,8 @@ def test_retries_zero_tries_a_failing_request_once(sqlite_url):
     assert json.loads(default.stdout)["counts"]["error"] == 0
 
 
-def test_retries_default_and_bad_values(sqlite_url):
+def test_retries_default_and_bad_values(sqlite_url, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     assert DEFAULT_RETRIES == DEFAULT_MAX_ATTEMPTS - 1  # the help text's default is the runner's
     init_db(get_engine(sqlite_url))
     add_custom(get_engine(sqlite_url), [("plain a", "os.system('a')", "good a")])

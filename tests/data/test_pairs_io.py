@@ -410,7 +410,8 @@ def test_cli_rejects_every_bad_input_and_leaves_store_unchanged(loaded):
     assert dump(url) == before
 
 
-def test_cli_rejects_bad_options(sqlite_url, tmp_path):
+def test_cli_rejects_bad_options(sqlite_url, tmp_path, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     from store import get_engine, init_db
 
     base = tmp_path / "base.jsonl"
@@ -509,7 +510,8 @@ def _read_export(path: Path) -> list[dict]:
 
 
 @pytest.mark.slow  # several console-script runs
-def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
+def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path, engine):
+    # engine: db_url is a copy of the run's migrated empty store (the migrations are not under test)
     from automonitor.data.pairfiles.export import export_pairs
     from store import get_engine, init_db
 
@@ -562,7 +564,8 @@ def test_round_trip_jsonl_csv_parquet_is_lossless(db_url, tmp_path):
 
 
 @pytest.mark.slow  # several console-script runs
-def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path):
+def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     from automonitor.data.pairfiles.export import fetch_pair_rows
     from store import get_engine, session_scope
 
@@ -596,10 +599,11 @@ def test_candidates_train_split_and_export_filters(sqlite_url, tmp_path):
     eng.dispose()
 
 
-def test_blind_export_holds_only_what_a_system_under_test_may_see(sqlite_url, tmp_path):
+def test_blind_export_holds_only_what_a_system_under_test_may_see(sqlite_url, tmp_path, sqlite_engine):
     """`export --blind`: the samples to give the system under test (the README's "Evaluate your monitor"),
     with no label, label provenance, pair id, source, spans or meta, in sample-id order, in every format; the
     predictions import reads its sample ids back."""
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     src = tmp_path / "tricky.jsonl"
     src.write_bytes(jl(*TRICKY))
     assert run_cli_in_process(["import", str(src)], db=sqlite_url).returncode == 0

@@ -167,7 +167,8 @@ def test_fail_fast_on_run_wide_permanent_errors(engine, fault):
     assert _run(engine, rid).status == "finished"
 
 
-def test_fail_fast_cli_exit_1_one_line(sqlite_url, cli):
+def test_fail_fast_cli_exit_1_one_line(sqlite_url, cli, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     from store import get_engine
 
     eng = get_engine(sqlite_url)
@@ -305,7 +306,8 @@ def test_retry_invalid_reasks_cached_invalid(engine):
 # ------------------------------------------------------------------ 26.6 strict typed parameters
 
 
-def test_unknown_param_exits_2_naming_it_and_the_accepted_ones(sqlite_url, cli):
+def test_unknown_param_exits_2_naming_it_and_the_accepted_ones(sqlite_url, cli, sqlite_engine):
+    # sqlite_engine: sqlite_url is a copy of the run's migrated empty store (the migrations are not under test)
     from store import get_engine, init_db
 
     eng = get_engine(sqlite_url)
