@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from helpers import run_cli
+from helpers import run_cli, run_cli_in_process
 from report_html_seed import XSS, seed_store
 
 
@@ -74,7 +74,9 @@ def test_gallery_one_sample_per_slice_and_kind(store, tmp_path):
 )
 def test_bad_html_options_exit_2(store, tmp_path, args, field):
     url, _ = store
-    res = run_cli(["report", *args, "--no-audit"], db=url, cwd=tmp_path)
+    # in this process with ``tmp_path`` as its working directory (the relative --output names land there):
+    # the options' check is under test, not the console script's start
+    res = run_cli_in_process(["report", *args, "--no-audit"], db=url, cwd=tmp_path)
     assert res.returncode == 2, res.stderr
     assert field in res.stderr
     assert not (tmp_path / "x.txt").exists() and not (tmp_path / "x.pdf").exists()
