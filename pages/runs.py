@@ -60,10 +60,19 @@ def _estimate(
 
 # --- active runs first: one compact line above the launch form (their boxes are under "In progress") -----
 _active_top = loaders.load_runs(url, ver)
-if not _active_top.empty:
+if not _active_top.empty and _active_top["status"].isin(ACTIVE).any():
+    _active_top = views.runs_frame(eng)  # read again: whether a run's process is alive is of now, not of the cache
     _active_top = _active_top[_active_top["status"].isin(ACTIVE)]
     if len(_active_top):
-        st.info(views.active_runs_line(_active_top.to_dict("records")), icon=":material/hourglass_top:")
+        st.info(
+            views.active_runs_line(
+                [
+                    {**r, "status": views.status_text(r["status"], r["process_alive"])}
+                    for r in _active_top.to_dict("records")
+                ]
+            ),
+            icon=":material/hourglass_top:",
+        )
 
 # --- launch ----------------------------------------------------------------------------------------
 backends = list(REGISTRY)
@@ -242,10 +251,16 @@ def _in_progress(live, initial_active: tuple[str, ...]) -> None:
         rid = row["run_id"]
         box = st.container(border=True)
         head, btn = box.columns([5, 1], vertical_alignment="center")
+        status = views.status_text(row["status"], row.get("process_alive"))
         head.markdown(
             f"**{views.md_escape(row['monitor'])} · {views.md_escape(row['template'])}** · "
-            f"{views.md_escape(rid)} · status **{views.md_escape(row['status'])}**"
+            f"{views.md_escape(rid)} · status **{views.md_escape(status)}**"
         )
+        if status != row["status"]:  # marked running, but its process was killed or crashed: nothing moves it on
+            box.warning(
+                "No process is judging this run (it was killed or crashed; the samples judged are kept): "
+                "`automonitor run --resume RUN_ID` goes on from where it stopped, Cancel ends it here."
+            )
         frac = min(1.0, row["done"] / row["n"]) if row["n"] else 0.0
         counts = {o: int(row[o]) for o in vocab.OUTCOMES if row[o]}
         box.progress(

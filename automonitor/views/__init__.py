@@ -95,6 +95,7 @@ if TYPE_CHECKING:
         generation_steps_frame,
         history_table,
         runs_frame,
+        status_text,
     )
     from automonitor.views.samples import (
         export_samples,

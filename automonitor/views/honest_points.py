@@ -18,12 +18,13 @@ from automonitor.views.run_labels import BACKEND_PREFIX
 from automonitor.vocab import RunStatus
 
 
-#: Run statuses whose MR/FAR rest on part of the samples only, with the word shown.
+#: Run statuses whose MR/FAR rest on part of the samples only, with the word shown (in a point's label, in parentheses:
+#: "monitor (template) (unfinished: running)"; "unfinished (running)" closed two parentheses at once, trial60).
 INCOMPLETE_STATUSES: dict[RunStatus, str] = {
     "cancelled": "cancelled",
-    "failed": "unfinished (failed)",
-    "running": "unfinished (running)",
-    "pending": "unfinished (pending)",
+    "failed": "unfinished: failed",
+    "running": "unfinished: running",
+    "pending": "unfinished: pending",
 }
 
 SHOW_DUPLICATES_LABEL = "Show derived runs identical to an input"

@@ -45,6 +45,7 @@ RUNS_FRAME_COLUMNS: list[str] = [
     "error_msg",
     "edition",
     "archived",
+    "process_alive",
 ]
 
 
@@ -87,6 +88,8 @@ def history_row(run: RunRow, now: datetime) -> dict[str, object]:
         "error_msg": run["error"],
         "edition": run.get("edition"),
         "archived": bool(run.get("archived")),
+        # a running run's process: alive, dead (killed or crashed: the run is only marked running) or None
+        "process_alive": run.get("process_alive"),
     }
 
 
@@ -94,8 +97,10 @@ def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:
     """Run history, newest first: one row per run with the :data:`RUNS_FRAME_COLUMNS`
     ``run_id, monitor, template, kind, status, n, done, <outcomes>, unscored, api_calls, cache_hits,
     tokens_in, tokens_out, cost_usd, created_at, started_at, finished_at, duration_s, limit, error_msg,
-    edition, archived`` built by :func:`history_row` from ``store.queries.run_list.list_runs``, the same
-    history ``automonitor runs`` prints. (``automonitor.analysis.runs_frame`` is another frame: the runs
+    edition, archived, process_alive`` built by :func:`history_row` from ``store.queries.run_list.list_runs``, the
+    same history ``automonitor runs`` prints. ``process_alive`` (:func:`automonitor.runs.liveness.with_liveness`, as
+    of this read): for a ``running`` run whether a live process holds its lease (``False``: it was killed or
+    crashed, the run is only marked running), else ``None``. (``automonitor.analysis.runs_frame`` is another frame: the runs
     an analysis reads, oldest first, with their parameters.)
 
     ``done`` counts predictions with an outcome; ``duration_s`` is ``finished_at - started_at`` in
@@ -105,8 +110,10 @@ def runs_frame(engine: Engine, *, include_ladder: bool = False) -> pd.DataFrame:
     """
     from store.queries.run_list import list_runs
 
+    from automonitor.runs.liveness import with_liveness
+
     with engine.connect() as c:  # Core (store.queries.run_list): the Runs and Trade-off pages import no ORM for it
-        runs = list_runs(c, include_ladder=include_ladder)
+        runs = with_liveness(list_runs(c, include_ladder=include_ladder))
     now = utcnow()
     return pd.DataFrame([history_row(r, now) for r in runs], columns=RUNS_FRAME_COLUMNS)
 
@@ -149,12 +156,26 @@ HISTORY_COLUMNS: list[str] = [
 ]
 
 
+#: what a run's status reads when no live process holds a ``running`` run (``automonitor runs`` says the same)
+NO_LIVE_PROCESS = "no live process"
+
+
+def status_text(status: str, process_alive: object = None) -> str:
+    """A run's status as the pages and ``automonitor runs`` show it: ``running (no live process)`` for a running
+    run whose process died (``process_alive`` False: killed or crashed; ``run --resume`` takes it over), else the
+    status itself."""
+    # a frame's column holds None, bool or numpy.bool_ (NaN where pandas filled one in): only a false value is dead
+    dead = process_alive is not None and not isinstance(process_alive, float) and not bool(process_alive)
+    return f"{status} ({NO_LIVE_PROCESS})" if status == "running" and dead else str(status)
+
+
 def history_table(history: pd.DataFrame) -> pd.DataFrame:
     """The Runs page's history table from :func:`runs_frame` rows: :data:`HISTORY_COLUMNS` with
     ``progress`` = done / n in [0, 1] (0 when ``n`` is 0) and ``duration`` as text
-    (:func:`format_duration`); no missing cell (a run without a recorded edition or token counts shows
+    (:func:`format_duration`), ``status`` as :func:`status_text` (``running (no live process)``); no missing cell (a run without a recorded edition or token counts shows
     :data:`~automonitor.views.cells.MISSING`). Rows keep their order."""
     h = history.copy()
+    h["status"] = [status_text(s_, a) for s_, a in zip(h["status"], h.get("process_alive", [None] * len(h)))]
     h["duration"] = [format_duration(x) for x in h["duration_s"]]
     h["progress"] = [(min(1.0, d / n) if n else 0.0) for d, n in zip(h["done"], h["n"])]
     return display_frame(h.reindex(columns=HISTORY_COLUMNS))

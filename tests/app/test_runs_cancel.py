@@ -65,3 +65,42 @@ def test_an_active_run_is_named_above_the_launch_form(tmp_path):
             assert order.index(line) < order.index(form) < order.index(boxes[0])
     finally:
         eng.dispose()
+
+
+def test_a_killed_run_says_no_process_is_judging_it(tmp_path):
+    """A run whose process was killed (kill -9) stays ``running`` in the store; ``automonitor runs`` said "no live
+    process" but the page showed it in progress with a moving-looking bar for ever (trial60). The banner, its box and
+    the history say so, and the box says how to go on; a run whose process is alive reads as before."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    url = f"sqlite:///{tmp_path / 'killed.db'}"
+    eng = open_store(url)
+    info = app_seed.seed_store(eng, pairs_per_cell=1, runs=2, hostile=False)
+    killed, alive = info["run_ids"][:2]
+    host = socket.gethostname()
+    with eng.begin() as c:
+        for rid, pid in ((killed, dead.pid), (alive, os.getppid())):  # a live process other than this one
+            lease = f'{{"lease": {{"pid": {pid}, "host": "{host}", "heartbeat": {time.time()}}}}}'
+            c.execute(sa.text("update run set status = 'running', params = :p where id = :i"), {"i": rid, "p": lease})
+    try:
+        with StoreEnv(url):
+            at = ok(app("pages/runs.py").run())
+            (line,) = [i for i in at.info if "in progress:" in i.value]
+            plain = line.value.replace("\\", "")  # the line is markdown-escaped
+            assert f"{killed} (running (no live process))" in plain and f"{alive} (running)" in plain
+            heads = [m.value for m in at.markdown if "status **" in m.value]
+            assert [h for h in heads if killed in h] and all("no live process" in h for h in heads if killed in h)
+            assert all("no live process" not in h for h in heads if alive in h)
+            warns = [w.value for w in at.warning if "No process is judging this run" in w.value]
+            assert len(warns) == 1 and "automonitor run --resume" in warns[0]
+            table = at.dataframe[0].value.set_index("run_id")
+            assert table.loc[killed, "status"] == "running (no live process)"
+            assert table.loc[alive, "status"] == "running"
+    finally:
+        eng.dispose()
