@@ -250,14 +250,21 @@ def rich_table(
     right: Container[str] = (),
     caption: str | None = None,
     overflow: Literal["fold", "crop", "ellipsis", "ignore"] = "ellipsis",
+    whole: Container[str] = (),
 ) -> Table:
     """A rich table titled ``title`` (and ``caption``) with ``columns`` (those in ``right`` right-justified,
-    each cutting a long cell by ``overflow``) and ``rows`` of cell texts."""
+    each cutting a long cell by ``overflow``, except those in ``whole``: ids a user copies into the next command,
+    never wrapped nor cut, the other columns narrowed for them) and ``rows`` of cell texts."""
     from rich.table import Table
 
+    cells = [list(row) for row in rows]
     t = Table(title=title, caption=caption)
-    for col in columns:
-        t.add_column(col, justify="right" if col in right else "left", overflow=overflow)
-    for row in rows:
+    for i, col in enumerate(columns):
+        if col in whole:  # as wide as its longest cell, the other columns folded or cut to make room
+            width = max([len(col), *(len(row[i]) for row in cells)])
+            t.add_column(col, justify="left", no_wrap=True, min_width=width)
+        else:
+            t.add_column(col, justify="right" if col in right else "left", overflow=overflow)
+    for row in cells:
         t.add_row(*row)
     return t

@@ -605,5 +605,5 @@ def _print_runs_table(rows: list[RunRow]) -> None:
                 "" if r["duration_s"] is None else f"{r['duration_s']:.1f}",
             )
         )
-    table = rich_table(f"{len(rows)} runs", _TABLE_COLUMNS, cells, overflow="fold")
+    table = rich_table(f"{len(rows)} runs", _TABLE_COLUMNS, cells, overflow="fold", whole=("run_id",))
     Console(width=200, markup=False, emoji=False).print(table)  # names are data: never rich markup

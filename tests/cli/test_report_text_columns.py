@@ -105,3 +105,34 @@ def test_an_auroc_from_a_few_scores_says_how_few(tmp_path, sqlite_url):
     judged = {r["monitor"]: r["overall"]["n"] for r in doc["runs"]}
     assert cells["few-scores"] == f"1.000 (4 of {judged['few-scores']} scored)", cells
     assert cells["all-scores"] == "1.000", cells
+
+
+def test_runs_table_never_wraps_a_run_id(sqlite_url, sqlite_engine):
+    """``automonitor runs`` folded long cells, the run id too: beside a long monitor name and a "running (no live
+    process)" status the 26-character id wrapped ("run_..._c28a" then "b0" on the next line), and copied for ``run
+    --resume`` it named no run (trial60). The id is whole on its row; the other columns fold for it."""
+    from store import session_scope
+    from store.models import Monitor, Run
+
+    ids = [f"run_20261207_23354{i}_c28ab{i}" for i in range(3)]
+    with session_scope(sqlite_engine) as s:
+        m = Monitor(name="openai:" + "a-very-long-fine-tuned-judge-model-name-" * 3, backend="openai")
+        s.add(m)
+        s.flush()
+        for i, rid in enumerate(ids):
+            s.add(
+                Run(
+                    id=rid,
+                    monitor_id=m.id,
+                    monitor=m.name,
+                    template="evidence-" + "x" * 40 * i,
+                    status="running" if i else "finished",
+                    n=3010,
+                    params={"lease": {"pid": 1 << 30, "host": "elsewhere", "heartbeat": 0.0}} if i else {},
+                )
+            )
+    out = run_cli(["runs"], db=sqlite_url)
+    assert out.returncode == 0, out.stderr
+    rows = [ln for ln in out.stdout.splitlines() if ln.startswith("│")]
+    for rid in ids:
+        assert any(f"│ {rid} " in ln for ln in rows), (rid, out.stdout)
