@@ -251,3 +251,14 @@ def test_partial_names_only_a_partial_import_in_code_and_docs():
         if old.search(line)
     ]
     assert hits == []
+
+
+def test_an_unfinished_runs_label_closes_its_parentheses_once():
+    """A running, failed or pending run's label read "x (direct) (unfinished (running))" on the plane: two
+    parentheses closed at once (trial60). Each status word is one parenthesis."""
+    for status in ("running", "failed", "pending"):
+        st = {"good": "finished", "stopped": status, "copy": "finished"}
+        p = views.honest_points(_points(), min_n=10, statuses=st, duplicates={"copy": "good"})
+        label = p.set_index("run_id").loc["stopped", "label"]
+        assert f"(unfinished: {status})" in label and "))" not in label, label
+        assert label.count("(") == label.count(")")
