@@ -19,7 +19,7 @@ DEMO_PID ?= demo-llm.pid
 # every pip install into $(VENV) holds this lock (the demo's background install and `make test` never mix)
 LOCKED := bash scripts/with_install_lock.sh $(VENV).install.lock
 
-.PHONY: install install-core demo demo-background demo-llm test test-fast test-streamlit-min lint app bench clean
+.PHONY: install install-core demo demo-stop demo-background demo-llm test test-fast test-streamlit-min lint app bench clean
 
 # the core package (what `make demo` needs first): no torch, no llama-cpp-python
 $(VENV)/.core: pyproject.toml
@@ -51,6 +51,10 @@ demo: $(VENV)/.core
 	@echo "== background: the transfer table, then the local LLM judge (install + runs; log: $(DEMO_LOG); live on the Runs page) ==" >&2
 	AM=$(AM) PY=$(PY) DEMO_MAKE="$(MAKE)" DEMO_LOG=$(DEMO_LOG) DEMO_PID=$(DEMO_PID) bash scripts/demo_runs.sh start-background
 	$(PY) -m streamlit run app.py --server.port $(PORT) --server.headless true
+
+# stop the demo's background phase (the transfer table, the local judge) and what it started; Ctrl-C stops the app
+demo-stop:
+	DEMO_LOG=$(DEMO_LOG) DEMO_PID=$(DEMO_PID) bash scripts/demo_runs.sh stop-background
 
 # the slow part of the demo (started in the background by `make demo`; safe to run by hand)
 demo-background: $(VENV)/.core

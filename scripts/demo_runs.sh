@@ -24,7 +24,9 @@
 #         (`transfer`, then `llm`) detached, its output in $DEMO_LOG (default demo-llm.log), and write
 #         $DEMO_PID (default demo-llm.pid): its pid, then the store it fills (AUTOMONITOR_DB, password
 #         hidden). The Runs and Transfer pages say the phase runs only while that process is alive and
-#         only when they show that store.
+#         only when they show that store. The phase runs in a process group of its own (setsid), so that
+#   stop-background  (`make demo-stop`) stops it with everything it started (pip, a judge run: a run is left
+#         cancelled or resumable, as after Ctrl-C); says so when there is none.
 # --reuse makes a repeat continue or reuse these runs instead of adding copies; verdicts are cached by
 # content either way, so a repeat makes no model calls. Each phase prints its wall time.
 set -euo pipefail
@@ -124,8 +126,26 @@ llm() {
 start_background() {
   local log="${DEMO_LOG:-demo-llm.log}" pidfile="${DEMO_PID:-demo-llm.pid}" store
   store=$("$PY" -c 'from store.engine import store_identity; print(store_identity())')
-  nohup ${DEMO_MAKE:-make} --no-print-directory demo-background > "$log" 2>&1 &
+  # its own session and process group (the group id is its pid): stop-background stops the whole group
+  setsid nohup ${DEMO_MAKE:-make} --no-print-directory demo-background > "$log" 2>&1 < /dev/null &
   printf '%s\n%s\n' "$!" "$store" > "$pidfile"
+}
+
+stop_background() {
+  local pidfile="${DEMO_PID:-demo-llm.pid}" pid
+  if [ ! -f "$pidfile" ]; then
+    echo "no background demo phase to stop (no $pidfile)"
+    return 0
+  fi
+  pid=$(head -n 1 "$pidfile")
+  case "$pid" in '' | *[!0-9]*) echo "$pidfile: line 1: not a pid: '$pid'" >&2; return 2 ;; esac
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "the background demo phase (pid $pid) has already ended"
+    return 0
+  fi
+  kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid"  # the group; a phase started before setsid: itself
+  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+  echo "stopped the background demo phase (pid $pid and what it started; log: ${DEMO_LOG:-demo-llm.log})"
 }
 
 case "$PHASE" in
@@ -134,5 +154,6 @@ case "$PHASE" in
   llm) llm ;;
   all) fast; transfer; llm ;;
   start-background) start_background ;;
-  *) echo "usage: scripts/demo_runs.sh [fast|transfer|llm|all|start-background]" >&2; exit 2 ;;
+  stop-background) stop_background ;;
+  *) echo "usage: scripts/demo_runs.sh [fast|transfer|llm|all|start-background|stop-background]" >&2; exit 2 ;;
 esac
