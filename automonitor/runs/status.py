@@ -17,7 +17,7 @@ from store.queries.rowtypes import RunRow, UnscoredRow
 from store.queries.run_list import (
     flagged_counts,
     flagged_samples,
-    judged_error_counts,
+    judged_outcome_counts,
     list_runs,
     unscored_details,
 )
@@ -199,7 +199,8 @@ def run_info(engine: Engine, run_id: str) -> RunRow:
 #: and marked in the report and on the plane
 ERROR_SHARE_WARN = 0.10
 #: a finished run whose share of ``invalid`` outcomes (answers outside the template's grammar) is above this is
-#: warned about on the command line (the verdicts it has are few, whatever its MR/FAR say)
+#: warned about on the command line and marked in the report and on the plane (the verdicts it has are few,
+#: whatever its MR/FAR say)
 INVALID_SHARE_WARN = 0.5
 #: the answer-reading stamp of runs whose log-probability score was read at the first answer token
 #: (before :data:`automonitor.runs.answers.SCORE_METHOD`): their scores are flagged, never mixed silently
@@ -272,7 +273,9 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
     ``error_share`` = errors / judged samples (repeat 0; ``None`` with none judged)
     and ``error_cause`` the commonest :func:`error_cause`. ``marks`` lists what the report and the plane
     show beside the run: ``lenient parse``, ``legacy score``, ``score disagrees N`` (any such verdict),
-    ``errors N%`` (share above :data:`ERROR_SHARE_WARN`)."""
+    ``errors N%`` (share above :data:`ERROR_SHARE_WARN`), ``invalid N%`` (answers outside the template's grammar,
+    share above :data:`INVALID_SHARE_WARN`: a judge that answered every sample with a cut-off text read MR 1.0, FAR
+    0.0 under ``--invalid as-miss`` with nothing beside it)."""
     from collections import Counter
 
     from automonitor.runs.answers import CONTRADICTORY
@@ -286,7 +289,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
         found = dict(rows_by_ids(c, (run.c.id, run.c.params), run.c.id, run_ids))
         runs = {rid: found[rid] for rid in dict.fromkeys(run_ids) if rid in found}
         details = unscored_details(c, run_ids, (CONTRADICTORY,))
-        counts = judged_error_counts(c, list(runs))  # grouped counts from the indexes, not one query per run
+        counts = judged_outcome_counts(c, list(runs))  # grouped counts from the indexes, not one query per run
         # only a run whose config reads a verdict-token score can hold the flag: no other run's rows are scanned
         scoring = [rid for rid, ps in runs.items() if reads_verdict_score(ps)]
         disagree = flagged_counts(c, scoring, "score_disagrees")
@@ -302,7 +305,7 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
             score_method = LEGACY_SCORE_METHOD
         mine = details_of.get(rid, [])
         causes = Counter(error_cause(d["meta"]) for d in mine if d["outcome"] == "error")
-        judged, errors = counts[rid]
+        judged, errors, invalid = counts[rid]
         share = errors / judged if judged else None
         marks = []
         if parse == "lenient":
@@ -313,6 +316,8 @@ def answer_quality(engine: Engine, run_ids: list[str]) -> dict[str, AnswerQualit
             marks.append(f"score disagrees {disagree[rid]}")
         if share is not None and share > ERROR_SHARE_WARN:
             marks.append(f"errors {round(100 * share)}%")
+        if judged and invalid / judged > INVALID_SHARE_WARN:  # few verdicts, whatever its MR/FAR say
+            marks.append(f"invalid {round(100 * invalid / judged)}%")
         out[rid] = {
             "parse": parse,
             "grammar": config.get("grammar"),

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from store.queries.rowtypes import RunRow, UnscoredRow
 
-__all__ = ["flagged_counts", "judged_error_counts", "list_runs", "unscored_details", "verdict_counts", "verdict_rows"]
+__all__ = ["flagged_counts", "judged_outcome_counts", "list_runs", "unscored_details", "verdict_counts", "verdict_rows"]
 
 
 def verdict_rows(table: sa.TableClause) -> ColumnElement[bool]:
@@ -91,22 +91,23 @@ def verdict_counts(conn: Connection | Session, run_ids: list[str]) -> dict[str, 
     return {rid: counts.get(rid) or _empty_counts() for rid in run_ids}
 
 
-def judged_error_counts(conn: Connection | Session, run_ids: list[str]) -> dict[str, tuple[int, int]]:
-    """``{run_id: (judged, errors)}`` for each of ``run_ids``: its verdict rows (repeat 0) with an outcome, and
-    those whose outcome is ``error`` (what :func:`verdict_counts` gives as the sum of its outcomes and its
-    ``error``; zeros for a run without predictions). Three grouped counts that SQLite answers from indexes: the
-    repeat-0 rows from the (run, sample, repeat) key, less the few without an outcome, and the errors from the
-    outcome index; :func:`verdict_counts` reads every row's outcome from the table (100-run bench store,
+def judged_outcome_counts(conn: Connection | Session, run_ids: list[str]) -> dict[str, tuple[int, int, int]]:
+    """``{run_id: (judged, errors, invalid)}`` for each of ``run_ids``: its verdict rows (repeat 0) with an outcome,
+    those whose outcome is ``error`` and those whose outcome is ``invalid`` (what :func:`verdict_counts` gives as
+    the sum of its outcomes, its ``error`` and its ``invalid``; zeros for a run without predictions). Grouped counts
+    that SQLite answers from indexes: the repeat-0 rows from the (run, sample, repeat) key, less the few without an
+    outcome, and the errors and invalid answers from the outcome index; :func:`verdict_counts` reads every row's outcome from the table (100-run bench store,
     301,000 rows: 0.15 -> 0.05 s). ``conn``: a connection or a session."""
     p = prediction.c
     ids = list(dict.fromkeys(run_ids))
-    out = {rid: [0, 0] for rid in ids}
+    out = {rid: [0, 0, 0] for rid in ids}
     if not ids:
         return {}
     conds = [
         (0, 1, p.repeat == 0),  # (slot, sign, rows counted)
         (0, -1, sa.and_(p.repeat == 0, p.outcome.is_(None))),
         (1, 1, sa.and_(p.repeat == 0, p.outcome == "error")),
+        (2, 1, sa.and_(p.repeat == 0, p.outcome == "invalid")),
     ]
     for slot, sign, cond in conds:
         sel = sa.select(p.run_id, sa.func.count()).where(cond)
@@ -115,7 +116,7 @@ def judged_error_counts(conn: Connection | Session, run_ids: list[str]) -> dict[
         for rid, n in conn.execute(sel.group_by(p.run_id)).all():
             if rid in out:
                 out[rid][slot] += sign * int(n)
-    return {rid: (judged, errors) for rid, (judged, errors) in out.items()}
+    return {rid: (judged, errors, invalid) for rid, (judged, errors, invalid) in out.items()}
 
 
 def _judged_sums_by_run(conn: Connection | Session) -> dict[str, tuple[int, int, float]]:

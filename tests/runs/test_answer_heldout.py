@@ -384,3 +384,24 @@ def test_a_judge_behind_a_proxy_answering_html_502_is_warned_and_marked(engine, 
     line = error_warning(engine, rid)
     assert line is not None and "100%" in line and "\n" not in line
     assert answer_quality(engine, [rid])[rid]["marks"] == ["errors 100%"]
+
+
+def test_a_judge_whose_every_answer_is_cut_off_is_marked_invalid(engine, monkeypatch):
+    """A judge that answered every sample with a text cut by its token limit (``finish_reason: length``): every
+    answer ``invalid``, so under ``--invalid as-miss`` the run read MR 1.0, FAR 0.0 with nothing beside it, while
+    an all-error run was marked (trial60). The report and the plane mark it ``invalid 100%``, as the CLI warns."""
+    from automonitor import analysis
+    from automonitor.runs.status import answer_quality, error_warning
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 2)
+    with OpenAIFaultServer() as srv:
+        srv.force = "length"
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
+        out = runner.execute_run(engine, rid)
+    assert out["counts"]["invalid"] > 0 and out["counts"]["misbehavior"] == out["counts"]["benign"] == 0
+    assert answer_quality(engine, [rid])[rid]["marks"] == ["invalid 100%"]
+    assert "invalid" in (error_warning(engine, rid) or "")
+    rep = analysis.report(engine, [rid], invalid="as-miss").to_dict()
+    (run,) = [r for r in rep["runs"] if r["run_id"] == rid]
+    assert run["answers"]["marks"] == ["invalid 100%"]

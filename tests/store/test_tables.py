@@ -208,9 +208,9 @@ def test_verdict_counts_of_several_runs_are_each_runs_outcome_counts(engine):
     assert set(alone["r-new"].values()) == {0}
 
 
-def test_judged_error_counts_are_the_verdict_counts_judged_and_errors(engine):
-    """``judged_error_counts`` (what the report's answer quality reads, from the indexes) gives each run the
-    judged count (its verdict counts but pending, summed) and the errors of ``verdict_counts``: repeat 0 only
+def test_judged_outcome_counts_are_the_verdict_counts_judged_errors_and_invalid(engine):
+    """``judged_outcome_counts`` (what the report's answer quality reads, from the indexes) gives each run the
+    judged count (its verdict counts but pending, summed), the errors and the invalid answers of ``verdict_counts``: repeat 0 only
     (a later repeat's verdict and pending rows of every repeat left out), zeros for a run without predictions,
     through a connection or a session, with more ids than an ``IN`` list takes and an id named twice."""
     from store.queries import run_list
@@ -219,11 +219,13 @@ def test_judged_error_counts_are_the_verdict_counts_judged_and_errors(engine):
     ids = ["r-full", "r-new", "r-ladder"]
     with session_scope(engine) as s:
         counts = run_list.verdict_counts(s, ids)
-        want = {r: (sum(n for o, n in c.items() if o != "pending"), c["error"]) for r, c in counts.items()}
-        assert want == {"r-full": (2, 1), "r-new": (0, 0), "r-ladder": (1, 0)}
-        assert run_list.judged_error_counts(s, ids) == want
+        want = {
+            r: (sum(n for o, n in c.items() if o != "pending"), c["error"], c["invalid"]) for r, c in counts.items()
+        }
+        assert want == {"r-full": (2, 1, 0), "r-new": (0, 0, 0), "r-ladder": (1, 0, 1)}
+        assert run_list.judged_outcome_counts(s, ids) == want
         many = [*ids, *(f"absent-{i}" for i in range(run_list._IN_LIST_MAX))]
-        assert {k: v for k, v in run_list.judged_error_counts(s, many).items() if k in want} == want
+        assert {k: v for k, v in run_list.judged_outcome_counts(s, many).items() if k in want} == want
     with engine.connect() as conn:
-        assert run_list.judged_error_counts(conn, ["r-full", "r-full"]) == {"r-full": (2, 1)}
-        assert run_list.judged_error_counts(conn, []) == {}
+        assert run_list.judged_outcome_counts(conn, ["r-full", "r-full"]) == {"r-full": (2, 1, 0)}
+        assert run_list.judged_outcome_counts(conn, []) == {}
