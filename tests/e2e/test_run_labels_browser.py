@@ -107,6 +107,8 @@ def _select_shows_whole(page, e2e, name: str, labels: list[str], shot: str, *, m
     box.first.scroll_into_view_if_needed()
     if multi:
         chips = box.locator("[data-tag]")
+        # the chips are drawn after the box on a loaded machine (CI, 2 cores busy: counted before they came)
+        chips.first.wait_for(timeout=30_000)
         assert chips.count() >= 1, name
         for i in range(chips.count()):
             assert not _fits(page, chips.nth(i)), (name, chips.nth(i).inner_text(), _fits(page, chips.nth(i)))

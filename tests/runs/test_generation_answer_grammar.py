@@ -73,8 +73,11 @@ def phrased(draw) -> tuple[str, str]:
 
 
 def _negates(noise: str, letter: str) -> bool:
-    """Whether the filler negates ``letter`` (``not (A)``): the chosen option negated makes the answer unusable."""
-    return re.search(rf"\bnot\s+\({letter}\)", noise, re.I) is not None
+    """Whether the filler negates ``letter`` (``not (A)``, ``not option (A)``: a negation of the declared set, maybe
+    ``option``/``answer``/``choice`` between, on its line, right before it): the chosen option negated makes the answer unusable."""
+    negation = r"(?:\b(?:not|never|no|nor|neither|except)|n['’]t|\brather\s+than|\binstead\s+of)"
+    between = r"(?:(?:the[^\S\n]+)?(?:option|answer|choice)[^\S\n]+)?"  # on one line, as the rule reads it
+    return re.search(rf"{negation}[^\S\n]+{between}[*_`\"']*\({letter}\)", noise, re.I) is not None
 
 
 @SETTINGS
