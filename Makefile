@@ -31,7 +31,7 @@ $(VENV)/.core: pyproject.toml
 
 # the local LLM judge: llama-cpp-python has no Linux wheel on PyPI, so this compiles llama.cpp (~11 min)
 $(VENV)/.local: $(VENV)/.core
-	@echo "== install: extra 'local' (llama-cpp-python, compiled from source; about 11 minutes on 2 cores) ==" >&2
+	@echo "== install: extra 'local' (llama-cpp-python: compiled from source, about 11 minutes on 2 cores, or seconds when pip kept a wheel) ==" >&2
 	$(LOCKED) $(VENV)/bin/pip install $(PIP_FLAGS) -e '.[local]'
 	touch $@
 
