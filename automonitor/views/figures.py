@@ -106,19 +106,28 @@ def tradeoff_figure(
     fig = go.Figure()
     if traces:
         fig.add_traces([go.Scatter(**t) for t in traces])
-    fig.update_layout(
-        title=title,
-        height=height,
-        margin=dict(l=10, r=10, t=40 if title else 10, b=10),
-        xaxis=dict(title=_FAR_TITLE, range=[-0.03, 1.03], zeroline=False),
-        yaxis=dict(title=_MR_TITLE, range=[-0.03, 1.03], zeroline=False),
-        legend=dict(orientation="h", yanchor="bottom", y=1.0, xanchor="left", x=0, font=dict(size=12)),
-        clickmode="event+select",
-        dragmode="pan",
-        hovermode="closest",
-        meta={LAID_OUT_META: [round(float(laid_out[0]), 1), round(float(laid_out[1]), 1)]},
-    )
+    fig.update_layout(_plane_layout(height, laid_out, title))
     return fig
+
+
+def _plane_layout(height: int, laid_out: tuple[float, float], title: str | None = None) -> dict[str, object]:
+    """The plane's layout as a plain dict (:func:`tradeoff_figure` and :func:`tradeoff_figure_json`): ``height`` in
+    px, the axes' titles and ranges, the legend above the plot, ``title`` (none: left out), and ``layout.meta``
+    recording the plot area ``laid_out`` (px) the labels were laid out for (:data:`LAID_OUT_META`)."""
+    layout: dict[str, object] = {
+        "height": height,
+        "margin": {"l": 10, "r": 10, "t": 40 if title else 10, "b": 10},
+        "xaxis": {"title": {"text": _FAR_TITLE}, "range": [-0.03, 1.03], "zeroline": False},
+        "yaxis": {"title": {"text": _MR_TITLE}, "range": [-0.03, 1.03], "zeroline": False},
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0, "font": {"size": 12}},
+        "clickmode": "event+select",
+        "dragmode": "pan",
+        "hovermode": "closest",
+        "meta": {LAID_OUT_META: [round(float(laid_out[0]), 1), round(float(laid_out[1]), 1)]},
+    }
+    if title:
+        layout["title"] = title
+    return layout
 
 
 def _plane_traces(
@@ -205,18 +214,7 @@ def tradeoff_figure_json(
         view_lines=True,
         plot_px=laid_out,
     )
-    layout = {
-        "template": report_template(),
-        "height": height,
-        "margin": {"l": 10, "r": 10, "t": 10, "b": 10},
-        "xaxis": {"title": {"text": _FAR_TITLE}, "range": [-0.03, 1.03], "zeroline": False},
-        "yaxis": {"title": {"text": _MR_TITLE}, "range": [-0.03, 1.03], "zeroline": False},
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0, "font": {"size": 12}},
-        "clickmode": "event+select",
-        "dragmode": "pan",
-        "hovermode": "closest",
-        "meta": {LAID_OUT_META: [round(float(laid_out[0]), 1), round(float(laid_out[1]), 1)]},
-    }
+    layout = {"template": report_template(), **_plane_layout(height, laid_out)}
     figure = {"data": [{"type": "scatter", **t} for t in traces], "layout": layout}
     return str(pio.to_json(figure, validate=False))
 
