@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence, TypedDict
 
 import pandas as pd
 
@@ -17,6 +17,7 @@ from automonitor.vocab import VIEWS
 
 if TYPE_CHECKING:  # plotly is imported where a figure object is built, not with this module
     import plotly.graph_objects as go
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11; the project allows 3.10
 
 #: One trace as the keyword arguments of ``plotly.graph_objects.Scatter`` (what :func:`tradeoff_figure` builds
 #: its traces from).
@@ -46,20 +47,36 @@ CLICK_HINT = "click to drill down"
 VIEW_LINES_LABEL = "Join each monitor's views"
 
 
-def tradeoff_figure(
-    points: pd.DataFrame,
-    *,
-    reported: pd.DataFrame | None = None,
-    front: Sequence[str] | None = None,
-    title: str | None = None,
-    height: int = 520,
-    size_col: str | None = None,
-    localisation: pd.DataFrame | None = None,
-    include_incomplete: bool = False,
-    hover_action: str = CLICK_HINT,
-    view_lines: bool = True,
-    plot_px: tuple[float, float] | None = None,
-) -> go.Figure:
+class PlaneOptions(TypedDict, total=False):
+    """The options of the MR-FAR plane (:func:`plane_spec`, :func:`tradeoff_figure`, :func:`tradeoff_figure_json`),
+    each optional; the default is given after its type.
+
+    ``reported`` (frame or ``None``: none), ``front`` (run ids or ``None``: :func:`pareto_ids`), ``title`` (``None``:
+    none), ``height`` (px, 520), ``size_col`` (``None``), ``localisation`` (``None``), ``include_incomplete``
+    (``False``), ``hover_action`` (:data:`CLICK_HINT`), ``view_lines`` (``True``), ``plot_px`` (``None``:
+    :func:`label_plot_px` of ``height``): their meaning is given under :func:`tradeoff_figure`."""
+
+    reported: pd.DataFrame | None
+    front: Sequence[str] | None
+    title: str | None
+    height: int
+    size_col: str | None
+    localisation: pd.DataFrame | None
+    include_incomplete: bool
+    hover_action: str
+    view_lines: bool
+    plot_px: tuple[float, float] | None
+
+
+class PlaneSpec(TypedDict):
+    """The plane as a plain plotly figure dict (:func:`plane_spec`): ``data``, its scatter traces (each a
+    :data:`TraceSpec` with ``"type": "scatter"``), and ``layout``."""
+
+    data: list[TraceSpec]
+    layout: dict[str, object]
+
+
+def tradeoff_figure(points: pd.DataFrame, **options: Unpack[PlaneOptions]) -> go.Figure:
     """The MR-FAR scatter: x = FAR, y = MR (both in [0, 1], lower is better).
 
     ``points`` columns: ``run_id, monitor, template, mr, far`` and optionally ``mr_lo, mr_hi, far_lo,
@@ -92,22 +109,27 @@ def tradeoff_figure(
     """
     import plotly.graph_objects as go
 
+    return go.Figure(plane_spec(points, **options))
+
+
+def plane_spec(points: pd.DataFrame, **options: Unpack[PlaneOptions]) -> PlaneSpec:
+    """The plane of :func:`tradeoff_figure` (``points`` and :class:`PlaneOptions` as there) as a plain plotly
+    figure dict ``{"data": [scatter trace dicts], "layout": {...}}``, no plotly object built: what
+    :func:`tradeoff_figure` and :func:`tradeoff_figure_json` both draw. No template is set."""
+    height = options.get("height", 520)
     traces, laid_out = _plane_traces(
         points,
-        reported=reported,
-        front=front,
-        size_col=size_col,
-        localisation=localisation,
-        include_incomplete=include_incomplete,
-        hover_action=hover_action,
-        view_lines=view_lines,
-        plot_px=plot_px or label_plot_px(height),
+        reported=options.get("reported"),
+        front=options.get("front"),
+        size_col=options.get("size_col"),
+        localisation=options.get("localisation"),
+        include_incomplete=options.get("include_incomplete", False),
+        hover_action=options.get("hover_action", CLICK_HINT),
+        view_lines=options.get("view_lines", True),
+        plot_px=options.get("plot_px") or label_plot_px(height),
     )
-    fig = go.Figure()
-    if traces:
-        fig.add_traces([go.Scatter(**t) for t in traces])
-    fig.update_layout(_plane_layout(height, laid_out, title))
-    return fig
+    data: list[TraceSpec] = [{"type": "scatter", **t} for t in traces]
+    return {"data": data, "layout": _plane_layout(height, laid_out, options.get("title"))}
 
 
 def _plane_layout(height: int, laid_out: tuple[float, float], title: str | None = None) -> dict[str, object]:
@@ -182,16 +204,9 @@ _MR_TITLE = "Miss rate (MR = FN / (TP + FN))"
 LAID_OUT_META = "label_plot_px"
 
 
-def tradeoff_figure_json(
-    points: pd.DataFrame,
-    *,
-    reported: pd.DataFrame | None = None,
-    front: Sequence[str] | None = None,
-    height: int = 520,
-    hover_action: str = CLICK_HINT,
-) -> str:
-    """The plane of :func:`tradeoff_figure` (``points``, ``reported``, ``front``, ``height``, ``hover_action`` as
-    there; title, sizes and localisation left out) as plotly JSON text, which the HTML report embeds in a
+def tradeoff_figure_json(points: pd.DataFrame, **options: Unpack[PlaneOptions]) -> str:
+    """The plane of :func:`tradeoff_figure` (``points`` and :class:`PlaneOptions` as there; the report passes
+    ``reported``, ``front``, ``height`` and ``hover_action``) as plotly JSON text, which the HTML report embeds in a
     ``<script>`` (``<``, ``>`` and ``/`` escaped by plotly's serializer). The same traces and layout as the
     figure, as a plain figure dict written by ``plotly.io.to_json(..., validate=False)``: plotly's own
     serializer, without its figure objects, whose first use in a process loads plotly's validator table and
@@ -202,20 +217,8 @@ def tradeoff_figure_json(
     the figure (``tests/views/test_figures_json.py`` holds the two equal once plotly validates them)."""
     import plotly.io as pio
 
-    laid_out = label_plot_px(height)
-    traces, _ = _plane_traces(
-        points,
-        reported=reported,
-        front=front,
-        size_col=None,
-        localisation=None,
-        include_incomplete=False,
-        hover_action=hover_action,
-        view_lines=True,
-        plot_px=laid_out,
-    )
-    layout = {"template": report_template(), **_plane_layout(height, laid_out)}
-    figure = {"data": [{"type": "scatter", **t} for t in traces], "layout": layout}
+    figure = plane_spec(points, **options)
+    figure["layout"] = {"template": report_template(), **figure["layout"]}
     return str(pio.to_json(figure, validate=False))
 
 
