@@ -10,6 +10,13 @@ cd "$R"; export PYTHONPATH=$R AUTOMONITOR_RAW=${AUTOMONITOR_RAW:-$(cd "$R/.." &&
 cpu() { /usr/bin/time -f "%e %U %S" "$@" 2>&1 >/dev/null | tail -1 | awk '{printf "wall %.2f cpu %.2f\n",$1,$2+$3}'; }
 echo "== $(date -u +%H:%M:%S) $(git -C "$R" log --oneline -1 | cut -c1-60) load $(cut -d' ' -f1-3 /proc/loadavg)"
 lscpu | grep -E "Model name"
+# The package's bytecode is written first: Python writes it on a command's first run unless PYTHONDONTWRITEBYTECODE
+# is set (this sandbox and its CI set it, so without this step every command also compiles the modules it imports:
+# --help ~0.1 s CPU more). A pip install (wheel) compiles at install time. Both are printed.
+echo "-- automonitor --help x3, no bytecode (PYTHONDONTWRITEBYTECODE=${PYTHONDONTWRITEBYTECODE:-unset})"
+find automonitor store -name '__pycache__' -prune -exec rm -rf {} + 2>/dev/null
+for i in 1 2 3; do PYTHONDONTWRITEBYTECODE=1 cpu $PY -m automonitor --help; done
+$PY -m compileall -q automonitor store pages app.py >/dev/null
 echo "-- automonitor --help x5"; for i in 1 2 3 4 5; do cpu $PY -m automonitor --help; done
 echo "-- python -c 'import automonitor.cli' x3"; for i in 1 2 3; do cpu $PY -c "import automonitor.cli"; done
 for n in 30 100; do
