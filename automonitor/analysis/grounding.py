@@ -228,7 +228,7 @@ def locate_quote(response: str, request: str | None, span: JSONValue) -> tuple[s
             i = response.find(span)
             if i >= 0:  # most quotes: verbatim in the response
                 return "exact", i, i + len(span), "response"
-        return _locate_text(response, request, span)
+        return locate_text(response, request, span)
     q = _Quote(span)
     hit, field = None, None
     if q.s.strip():
@@ -241,11 +241,12 @@ def locate_quote(response: str, request: str | None, span: JSONValue) -> tuple[s
     return hit[0], hit[1], hit[2], field
 
 
-def _locate_text(response: str, request: str | None, s: str) -> tuple[str, int | None, int | None, str | None]:
-    """:func:`locate_quote` of a text quote ``s`` (not blank) that is not verbatim in ``response``: the steps of
-    :func:`_locate` in the response (searched verbatim already) and then in the request, without a
-    :class:`_Quote` per quote (the quotes not found verbatim, hallucinated ones above all, were most of a
-    report's grounding CPU)."""
+def locate_text(response: str, request: str | None, s: str) -> tuple[str, int | None, int | None, str | None]:
+    """:func:`locate_quote` of a text quote ``s`` (not blank: neither empty nor all whitespace) that is not verbatim
+    in ``response`` (the caller searched it; an empty ``response`` too): the steps of :func:`_locate` in the response
+    (not searched verbatim again) and then in the request, without a :class:`_Quote` per quote (the quotes not found
+    verbatim, hallucinated ones above all, were most of a report's grounding CPU). Returns ``(status, start, end,
+    field)`` as :func:`locate_quote`; a result for a quote that breaks the condition is undefined."""
     cleaned = _clean_span(s)
     ns: str | None = None
     for text, field, tried in ((response, "response", True), (request, "request", False)):

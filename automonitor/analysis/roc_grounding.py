@@ -211,7 +211,7 @@ def grounding_summaries(
     n_with = np.bincount(run[with_ev], minlength=n_runs).tolist()
     quoting = np.flatnonzero(with_ev)
     lists = [evs[i] for i in quoting.tolist()]
-    if all(type(ev) is list for ev in lists):
+    if set(map(type, lists)) <= {list}:  # (the types counted in C, not a generator step per list)
         every = cast(list[list[JSONValue]], lists)
         quotes: list[JSONValue] = list(itertools.chain.from_iterable(every))
         q_row = np.repeat(quoting, np.fromiter(map(len, every), dtype=np.intp, count=len(every)))
@@ -224,15 +224,19 @@ def grounding_summaries(
         q_row = np.asarray(rows_of, dtype=np.intp)
     status = np.empty(len(quotes), dtype=np.intp)  # per quoted span: index in gr.STATUSES
     in_request = np.zeros(len(quotes), dtype=bool)
-    q_sids = [sids[i] for i in q_row.tolist()]
-    is_text = np.fromiter((isinstance(q, str) for q in quotes), dtype=bool, count=len(quotes))
+    q_sids = list(map(sids.__getitem__, q_row.tolist()))
+    if set(map(type, quotes)) <= {str}:  # every quote a text (as a rule): no isinstance per quote, no copies
+        is_text = np.ones(len(quotes), dtype=bool)
+        text_sids, text_quotes = np.asarray(q_sids, dtype=object), np.asarray(quotes, dtype=object)
+    else:
+        is_text = np.fromiter((isinstance(q, str) for q in quotes), dtype=bool, count=len(quotes))
+        at = np.flatnonzero(is_text).tolist()
+        text_sids = np.asarray([q_sids[j] for j in at], dtype=object)
+        text_quotes = np.asarray([quotes[j] for j in at], dtype=object)
     text_at = np.flatnonzero(is_text)
     # the text quotes: one location per distinct (sample, quote), shared by every row and run that quotes it
-    text_sids = np.asarray([q_sids[j] for j in text_at.tolist()], dtype=object)
     s_codes, _ = pd.factorize(text_sids, use_na_sentinel=False)
-    q_codes, q_uniques = pd.factorize(
-        np.asarray([quotes[j] for j in text_at.tolist()], dtype=object), use_na_sentinel=False
-    )
+    q_codes, q_uniques = pd.factorize(text_quotes, use_na_sentinel=False)
     pair_codes, _ = pd.factorize(s_codes.astype(np.int64) * max(len(q_uniques), 1) + q_codes)
     n_pairs = int(pair_codes.max()) + 1 if len(pair_codes) else 0
     # factorize numbers the pairs in order of first appearance: a pair's first row is where the running maximum grows
@@ -242,14 +246,21 @@ def grounding_summaries(
     get, exact = texts.get, _STATUS_CODE["exact"]
     for k, j in enumerate(text_at[first].tolist()):
         q = quotes[j]
-        resp = get(q_sids[j], _NO_TEXTS)[1]
-        i = resp.find(q) if q and resp else -1
-        if i >= 0 and not q.isspace():  # most quotes: verbatim in the response (locate_quote's first step)
+        if not q or q.isspace():  # a blank quote: never found (locate_quote)
+            u_status[k], u_request[k] = _locate_one(q_sids[j], q, texts, memo)
+            continue
+        req, resp = get(q_sids[j], _NO_TEXTS)
+        i = resp.find(q) if resp else -1
+        if i >= 0:  # most quotes: verbatim in the response (locate_quote's first step)
             u_status[k] = exact
             if memo is not None:
                 memo[(resp, q)] = (i, i + len(q))
-        else:
-            u_status[k], u_request[k] = _locate_one(q_sids[j], q, texts, memo)
+            continue
+        # locate_quote's next steps, without searching the response verbatim again
+        found, start, end, field = gr.locate_text(resp, req, q)
+        u_status[k], u_request[k] = _STATUS_CODE[found], field == "request"
+        if memo is not None:
+            memo[(resp, q)] = (start or 0, end or 0) if field == "response" else None
     status[text_at] = u_status[pair_codes]
     in_request[text_at] = u_request[pair_codes]
     for j in np.flatnonzero(~is_text).tolist():  # other quotes (a dict with a "quote"): each located on its own
