@@ -166,9 +166,7 @@ def load_predictions(engine: Engine, run_ids: Sequence[str] | None = None, *, li
     return df
 
 
-def _one_object_per_value(
-    col: np.ndarray, factorized: tuple[np.ndarray, np.ndarray] | None = None
-) -> np.ndarray:
+def _one_object_per_value(col: np.ndarray, factorized: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """``col`` (an object array) with every value the same object as the other rows' equal values (missing ones
     ``None``): the driver makes a new string per row, a value of 5 (outcomes) or 3,010 (sample ids) kept 301,000
     times at 100 runs. The same values; the frame's later hashing and comparing of the column (factorize, isin,
@@ -178,7 +176,9 @@ def _one_object_per_value(
     import pandas as pd
 
     codes, uniques = factorized if factorized is not None else pd.factorize(col)
-    out: np.ndarray = np.append(np.asarray(uniques, dtype=object), None).take(codes)  # code -1 (missing): None
+    values = np.empty(len(uniques) + 1, dtype=object)  # the last slot: code -1 (missing) takes None
+    values[: len(uniques)] = uniques
+    out: np.ndarray = values.take(codes)
     return out
 
 
