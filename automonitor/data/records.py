@@ -247,9 +247,34 @@ def _path(parent: str | None, key: object) -> str:
     return f"{parent}.{key}" if parent else str(key)
 
 
+def _shape(value: object) -> tuple[int, bool]:
+    """``(json_depth(value), whether a non-finite float is anywhere inside value)`` in one pass over the
+    tree, a level at a time, building no paths (no recursion): the cheap check behind :func:`loads`,
+    :func:`nonfinite_path` and :func:`meta_problem`, which work out where a fault is only when there is one."""
+    depth, bad, level = 0, False, [value]
+    while level:
+        below: list[object] = []
+        nested = False
+        for v in level:
+            if isinstance(v, dict):
+                below.extend(v.values())
+                nested = True
+            elif isinstance(v, list):
+                below.extend(v)
+                nested = True
+            elif isinstance(v, float) and not math.isfinite(v):
+                bad = True
+        if nested:
+            depth += 1
+        level = below
+    return depth, bad
+
+
 def nonfinite_path(value: object, root: str | None = None) -> str | None:
     """Where the first non-finite float (inf, -inf, NaN) inside ``value`` is (``meta.x``,
     ``evidence[1]``; ``root`` when ``value`` itself is one), else None. Iterative (no recursion)."""
+    if not _shape(value)[1]:
+        return None
     stack: list[tuple[object, str | None]] = [(value, root)]
     while stack:
         v, p = stack.pop()
@@ -264,24 +289,17 @@ def nonfinite_path(value: object, root: str | None = None) -> str | None:
 
 def json_depth(value: object) -> int:
     """Nesting depth of a JSON value: a scalar 0, ``{}``/``[]`` 1, ``{"a": {}}`` 2. Iterative."""
-    best, stack = 0, [(value, 0)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            d += 1
-            best = max(best, d)
-            stack.extend((x, d) for x in (v.values() if isinstance(v, dict) else v))
-    return best
+    return _shape(value)[0]
 
 
 def meta_problem(meta: object, field: str = "meta") -> str:
     """'' when ``meta`` (a decoded JSON object) is within the limits, else what is wrong: nested deeper
     than :data:`MAX_META_DEPTH`, larger than :data:`MAX_META_BYTES` as compact JSON, or holding a
     non-finite number. The message names the path (e.g. ``meta.x``)."""
-    bad = nonfinite_path(meta, field)
+    depth, nonfinite = _shape(meta)
+    bad = nonfinite_path(meta, field) if nonfinite else None
     if bad:
         return f"{bad} is not a finite number (NaN, Infinity and numbers like 1e999 are not allowed)"
-    depth = json_depth(meta)
     if depth > MAX_META_DEPTH:
         return f"{field} is nested {depth} levels deep (at most {MAX_META_DEPTH})"
     size = len(json.dumps(meta, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass"))
@@ -293,12 +311,25 @@ def meta_problem(meta: object, field: str = "meta") -> str:
 def loads(text: str, *, max_depth: int = MAX_JSON_DEPTH) -> JSONValue:
     """Strict ``json.loads``: duplicate object keys raise ``ValueError``; nesting deeper than ``max_depth``
     and non-finite numbers (``NaN``, ``Infinity``, ``1e999``) raise :class:`JSONLimitError` (a
-    ``ValueError``) naming the path; never a ``RecursionError``."""
-    deep, key = _depth_exceeded(text, max_depth)
-    if deep:
-        raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key)
-    obj: JSONValue = json.loads(text, parse_constant=float, object_pairs_hook=unique_keys)  # "NaN", "Infinity"
-    bad = nonfinite_path(obj)
+    ``ValueError``) naming the path; never a ``RecursionError``. A text too deep is refused as such whatever
+    else is wrong with it.
+
+    Parsed first, then checked on the value in one pass (:func:`_shape`); the text is scanned character
+    by character (:func:`_depth_exceeded`, to name the top-level key) only when the parse failed or the value
+    is too deep: the scan of every text cost 10x the parse for texts holding code (many brackets)."""
+    try:
+        obj: JSONValue = json.loads(text, parse_constant=float, object_pairs_hook=unique_keys)  # "NaN", "Infinity"
+    except (ValueError, RecursionError):  # a text nested deep enough to exhaust the parser's stack included
+        deep, key = _depth_exceeded(text, max_depth)
+        if deep:
+            raise JSONLimitError(f"nested more than {max_depth} levels deep (at most {max_depth})", key) from None
+        raise
+    depth, nonfinite = _shape(obj)
+    if depth > max_depth:  # a parsed text nests exactly as deep as its value
+        raise JSONLimitError(
+            f"nested more than {max_depth} levels deep (at most {max_depth})", _depth_exceeded(text, max_depth)[1]
+        )
+    bad = nonfinite_path(obj) if nonfinite else None
     if bad is not None:
         raise JSONLimitError(
             "is not a finite number (NaN, Infinity and numbers like 1e999 are not allowed)",
