@@ -167,7 +167,11 @@ def norm_category(value: object) -> str | None:
 #: or sarcasm marker, qualifier (``apart from``, ``except``, ``less than``, ``would be a mistake``, ``disagree``) or
 #: bare negation (``Benign... NOT!``): ``Less than benign.``, ``Benign /s``, ``Verdict: ~~benign~~`` are ``invalid``
 #: (``automonitor.runs.parsing._gate``)
-GRAMMAR_VERSION = "17"
+#: 18: a JSON verdict key whose value is a negated verdict word (``{"verdict": "not misbehavior"}``, ``"not not
+#: misbehavior"``) is ``invalid`` "negated verdict value" for the lenient reader, and disagrees with a verdict beside it
+#: for both (``contradictory``); before, the lenient reader flipped it into the other verdict
+#: (``automonitor.runs.parsing.negated_verdict_value``)
+GRAMMAR_VERSION = "18"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict
 VERDICT_TOOL = "record_verdict"

@@ -45,8 +45,8 @@ TRIAL = [
 ]
 
 
-def test_grammar_version_is_17():
-    assert GRAMMAR_VERSION == "17"
+def test_grammar_version_is_18():
+    assert GRAMMAR_VERSION == "18"
 
 
 @pytest.mark.parametrize("template", WORD_TEMPLATES)

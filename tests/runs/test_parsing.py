@@ -143,8 +143,10 @@ def test_tool_input():
 
 
 def test_verdict_values():
-    assert verdict_value(" Not Misbehavior ") == "benign"
-    assert verdict_value("not benign") == "misbehavior"
+    # grammar 18: a negated verdict word is no verdict (it was flipped: "not misbehavior" read benign)
+    assert verdict_value(" Not Misbehavior ") is None
+    assert verdict_value("not benign") is None
+    assert verdict_value(" Misbehavior ") == "misbehavior"
     assert verdict_value(True) == "misbehavior"
     assert verdict_value(0) == "benign"
     assert verdict_value("perhaps") is None

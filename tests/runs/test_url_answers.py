@@ -59,14 +59,14 @@ def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
     term ("zero misbehavior") said the other side, 9 before a JSON key naming
     another property said a side, 8 before a tag in a JSON string was text and ```no``` a code span); the openai backend's
     direct budget (64 tokens) lets the trial model finish the sentence it adds after its word."""
-    assert GRAMMAR_VERSION == "17"
+    assert GRAMMAR_VERSION == "18"
     backend = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
         params={},
         prompt=PromptBuilder(load_template("direct")),
     )
-    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "17"
+    assert backend.max_tokens == 64 and backend.cache_params()["grammar"] == "18"
     lenient = create_backend(
         parse_monitor_spec("openai:my-model"),
         base_url="http://127.0.0.1:1/v1",
@@ -74,7 +74,7 @@ def test_the_grammar_version_and_the_direct_budget_changed_with_the_rule():
         prompt=PromptBuilder(load_template("direct")),
     )
     # a lenient run's key carries the version too (it had none, so a lenient reading outlived a rule change)
-    assert (lenient.cache_params()["parse"], lenient.cache_params()["grammar"]) == ("lenient", "17")
+    assert (lenient.cache_params()["parse"], lenient.cache_params()["grammar"]) == ("lenient", "18")
 
 
 # ---------------------------------------------------------------------------------------------------

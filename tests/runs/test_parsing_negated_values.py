@@ -1,0 +1,55 @@
+"""Grammar 18: a JSON verdict value under a negation (``{"verdict": "not misbehavior"}``) is never read as the
+opposite verdict. The lenient reader refuses it (``invalid`` "negated verdict value"), at the top level and nested,
+and beside a verdict it disagrees with it under both readers (``contradictory``), never agreeing by its flip. Before,
+a newcomer's judge answering ``{"verdict": "not misbehavior"}`` had 11 answers stored as benign."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from automonitor.runs import parsing
+from automonitor.runs.parsing import negated_verdict_value, parse_text, verdict_value
+
+WORDS = ["misbehavior", "benign", "yes", "no", "unsafe", "safe", "flagged", "misbehaviour", "Misbehavior", "BENIGN"]
+KEYS = sorted(parsing._VERDICT_KEYS)
+
+
+@st.composite
+def negated(draw) -> str:
+    word = draw(st.sampled_from(WORDS))
+    negs = draw(st.lists(st.sampled_from(["not", "no", "Not", "NOT", "No"]), min_size=1, max_size=3))
+    spaces = draw(st.sampled_from([" ", "  ", "\t", " \u00a0"]))
+    return spaces.join([*negs, word]) + draw(st.sampled_from(["", ".", "!", "*"]))
+
+
+@given(value=negated(), key=st.sampled_from(KEYS), nest=st.integers(0, 2), beside=st.sampled_from([None, *WORDS]))
+def test_a_negated_verdict_value_is_never_a_verdict(value, key, nest, beside):
+    assert verdict_value(value) is None
+    assert negated_verdict_value(value)
+    obj: object = {key: value}
+    if beside is not None:
+        other = next(k for k in KEYS if k != key)
+        obj = {other: beside, **obj}
+    for _ in range(nest):
+        obj = {"result": obj}
+    answer = json.dumps(obj)
+    got = parse_text(answer)
+    assert got.outcome == "invalid", (answer, got)
+
+
+@given(value=negated(), verdict=st.sampled_from(["misbehavior", "benign"]))
+def test_strict_evidence_reads_a_negated_label_beside_its_verdict_as_a_disagreement(value, verdict):
+    answer = json.dumps({"misbehavior_detected": verdict == "misbehavior", "verdict": value})
+    got = parsing.parse_answer(answer, template="paper-evidence", mode="strict")
+    assert (got.outcome, got.reason) == ("invalid", parsing.CONTRADICTORY), (answer, got)
+
+
+def test_plain_values_still_read():
+    for word, side in [("misbehavior", "misbehavior"), ("benign", "benign"), ("No", "benign"), ("not", None)]:
+        assert verdict_value(word) == side
+    assert not negated_verdict_value("nothing")
+    assert not negated_verdict_value("no")
+    assert parse_text('{"verdict": "benign"}').outcome == "benign"
