@@ -170,7 +170,8 @@ def norm_category(value: object) -> str | None:
 #: 18: a JSON verdict key whose value is a negated verdict word (``{"verdict": "not misbehavior"}``, ``"not not
 #: misbehavior"``) is ``invalid`` "negated verdict value" for the lenient reader, and disagrees with a verdict beside it
 #: for both (``contradictory``); before, the lenient reader flipped it into the other verdict
-#: (``automonitor.runs.parsing.negated_verdict_value``)
+#: (``automonitor.runs.parsing.negated_verdict_value``); and a clause that reopens the verdict as a question (``Benign. Or is
+#: it?``) or the markers ``April fools``/``gotcha`` make a lenient answer ``invalid`` (``parsing._REOPENING``)
 GRAMMAR_VERSION = "18"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict

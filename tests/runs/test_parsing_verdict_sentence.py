@@ -59,6 +59,8 @@ IRONY = (
     "lol",
     "psych",
     "said no one ever",
+    "April fools",
+    "gotcha",
     "\u203d",
     "\u2e2e",
     "NOT!",
