@@ -274,13 +274,18 @@ def _hard_table(hard: dict[str, Any]) -> Table:
     pairs removed per feature, and the slices not achievable (in the caption)."""
     removed = ", ".join(f"{k} {v}" for k, v in hard["removed_by_feature"].items()) or "nothing"
     na = ", ".join(hard["not_achievable"]) or "none"
-    return rich_table(
+    # two caption lines, the table at least as wide as the longer: one caption wrapped at the table's width read "not
+    # achievable with >= 15" then "pairs: none", as two statements (newcomer61, make demo's log)
+    caption = f"pairs removed by: {removed}\nslices not achievable with >= {hard['params']['min_pairs']} pairs: {na}"
+    table = rich_table(
         f"edition hard: {hard['pairs']} pairs + {hard['controls']} controls survive adversarial filtering",
         ("source", "verified", "hard", "controls"),
         [(src, str(n["verified"]), str(n["hard"]), str(n["controls"])) for src, n in hard["by_source"].items()],
         right=("verified", "hard", "controls"),
-        caption=f"pairs removed by: {removed}; not achievable with >= {hard['params']['min_pairs']} pairs: {na}",
+        caption=caption,
     )
+    table.min_width = max(len(line) for line in caption.splitlines()) + 4  # the box's borders and padding
+    return table
 
 
 def _stats_table(doc: dict[str, Any]) -> None:
