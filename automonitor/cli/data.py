@@ -266,10 +266,10 @@ def _build_summary(report: dict[str, Any], edition: str) -> None:
     )
     out.print(f"store: {state} ({report['seconds']:.2f} s)" + ("" if report["shortfalls"] else "; no shortfall"))
     if "hard" in report:
-        out.print(_hard_table(report["hard"]))
+        out.print(hard_table(report["hard"]))
 
 
-def _hard_table(hard: dict[str, Any]) -> Table:
+def hard_table(hard: dict[str, Any]) -> Table:
     """The ``hard`` edition of a build report: pairs per source in verified and surviving, controls kept,
     pairs removed per feature, and the slices not achievable (in the caption)."""
     removed = ", ".join(f"{k} {v}" for k, v in hard["removed_by_feature"].items()) or "nothing"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.console import Console
 
-from automonitor.cli.data import _hard_table
+from automonitor.cli.data import hard_table
 
 
 def test_the_not_achievable_line_is_whole_at_a_narrow_width():
@@ -19,7 +19,7 @@ def test_the_not_achievable_line_is_whole_at_a_narrow_width():
         "params": {"min_pairs": 15},
     }
     console = Console(width=64, record=True, color_system=None)
-    console.print(_hard_table(hard))
+    console.print(hard_table(hard))
     lines = [ln.strip() for ln in console.export_text().splitlines()]
     assert "pairs removed by: length_match 22" in lines
     assert "slices not achievable with >= 15 pairs: none" in lines
