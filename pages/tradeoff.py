@@ -223,6 +223,11 @@ st.session_state[_drawn_key] = ver
 hover_only = views.hover_only_note(views.hover_only_labels(fig))
 if hover_only:
     st.caption(hover_only)
+_unplotted = views.unplotted_runs(
+    raw_pts, scored, dict(zip(runs["run_id"], runs["status"])) if len(runs) else {}, archived_ids
+)
+if _unplotted:  # named, with why, as `report` lists them ([errors 100%], (failed)); not only in a tooltip
+    st.caption(views.unplotted_runs_caption(_unplotted))
 
 if loc is not None:
     n_loc = int(loc["localised_share"].notna().sum()) if len(loc) else 0

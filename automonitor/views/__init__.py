@@ -96,6 +96,8 @@ if TYPE_CHECKING:
         history_table,
         runs_frame,
         status_text,
+        no_live_process,
+        resume_advice,
     )
     from automonitor.views.samples import (
         export_samples,
@@ -127,6 +129,8 @@ if TYPE_CHECKING:
         TradeoffOptions,
         TradeoffSelection,
         tradeoff_selection,
+        unplotted_runs,
+        unplotted_runs_caption,
     )
 
     from automonitor.views.browsing import (

@@ -4,6 +4,7 @@ the table shown of it, one run's live progress, durations as text, and the Gener
 from __future__ import annotations
 
 import math
+import re
 import time
 from datetime import datetime
 from pathlib import Path
@@ -15,6 +16,7 @@ from sqlalchemy.engine import Engine
 from automonitor import vocab
 from automonitor.leases import pid_alive
 from automonitor.timestamps import utcnow
+from automonitor.escaping import md_escape
 from automonitor.views.cells import MISSING, display_frame
 
 if TYPE_CHECKING:
@@ -167,6 +169,28 @@ def status_text(status: str, process_alive: object = None) -> str:
     # a frame's column holds None, bool or numpy.bool_ (NaN where pandas filled one in): only a false value is dead
     dead = process_alive is not None and not isinstance(process_alive, float) and not bool(process_alive)
     return f"{status} ({NO_LIVE_PROCESS})" if status == "running" and dead else str(status)
+
+
+def no_live_process(status: str, process_alive: object = None) -> bool:
+    """Whether a run is marked ``running`` but its process is gone (killed, crashed): :func:`status_text` words it
+    ``running (no live process)``; nothing moves it on until ``run --resume`` takes it over."""
+    return status_text(status, process_alive) != str(status)
+
+
+def resume_advice(run_id: str) -> str:
+    """Markdown for the Runs page's box of a run with :func:`no_live_process`, in place of its Cancel button: no process
+    is judging it, the samples judged are kept, and the command that goes on from where it stopped, with the run's
+    id (in a code span when it is plain ``[A-Za-z0-9_.:-]``; markdown-escaped outside one otherwise)."""
+    rid = str(run_id)
+    cmd = (
+        f"`automonitor run --resume {rid}`"
+        if re.fullmatch(r"[A-Za-z0-9_.:-]+", rid)
+        else f"`automonitor run --resume` {md_escape(rid)}"
+    )
+    return (
+        "No process is judging this run (it was killed or crashed; the samples judged are kept): "
+        f"{cmd} goes on from where it stopped."
+    )
 
 
 def history_table(history: pd.DataFrame) -> pd.DataFrame:

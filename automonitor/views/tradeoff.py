@@ -14,7 +14,7 @@ from automonitor.analysis import metrics
 from automonitor.analysis.metrics import OperatingPointDict
 from automonitor.analysis.report_schema import Report, ReportLike, as_report
 from automonitor.analysis.run_metrics import REGISTRY as METRICS
-from automonitor.escaping import esc
+from automonitor.escaping import esc, md_escape
 from automonitor.jsontypes import JSONValue
 from automonitor.runs.coverage import not_eligible_reason
 from automonitor.views.cells import MISSING, cell, display_frame
@@ -459,3 +459,56 @@ def operating_point_row(run: str, auroc: float | None, op: OperatingPointDict) -
         "FAR": cell(op.get("far"), ".3f"),
         "expected cost": cell(op.get("expected_cost"), ".3f"),
     }
+
+
+#: How many runs :func:`unplotted_runs_caption` names before "and K more".
+UNPLOTTED_NAMED = 5
+
+
+def unplotted_runs(
+    raw: pd.DataFrame,
+    points: pd.DataFrame,
+    statuses: Mapping[str, str] | None = None,
+    archived: Iterable[str] = (),
+) -> list[tuple[str, str, str]]:
+    """The runs of ``raw`` (:attr:`TradeoffSelection.raw`) that are not in ``points`` (:attr:`TradeoffSelection.points`)
+    because they have no MR/FAR here or are archived: ``[(monitor, run_id, why)]`` in ``raw``'s order, ``why`` in the
+    words ``automonitor report`` uses: ``failed`` (the run's status, its "pending" cell), ``errors 100%`` (every call
+    failed: the run's mark), ``unscored 100%`` (every answer invalid or a refusal, not all errors), ``nothing judged``, joined by ", " when several
+    hold; ``archived`` for a run with MR/FAR that is archived. A run left out for another reason (edition, a
+    duplicate) is not listed."""
+    if raw is None or raw.empty or "mr" not in raw:
+        return []
+    shown = set(points["run_id"]) if points is not None and len(points) else set()
+    st_, arch = statuses or {}, set(archived)
+    out: list[tuple[str, str, str]] = []
+    for r in raw.to_dict("records"):
+        rid = str(r["run_id"])
+        if rid in shown:
+            continue
+        if pd.isna(r.get("mr")) or pd.isna(r.get("far")):
+            why = []
+            if st_.get(rid) == "failed":
+                why.append("failed")
+            n, uns = r.get("n"), r.get("unscored")
+            if "errors 100%" in str(r.get("marks") or ""):  # errors are unscored too: this says more
+                why.append("errors 100%")
+            elif n and not pd.isna(n) and uns is not None and not pd.isna(uns) and uns >= n:
+                why.append("unscored 100%")
+            elif not why and (not n or pd.isna(n)):
+                why.append("nothing judged")
+            out.append((str(r.get("monitor", "")), rid, ", ".join(why) or "no MR/FAR"))
+        elif rid in arch:
+            out.append((str(r.get("monitor", "")), rid, "archived"))
+    return out
+
+
+def unplotted_runs_caption(rows: Sequence[tuple[str, str, str]], limit: int = UNPLOTTED_NAMED) -> str:
+    """Markdown for the Trade-off page under the plane naming the runs :func:`unplotted_runs` lists: "Not on the plane:
+    monitor `run_id` (failed), ...", at most ``limit`` (>= 1) named then "and K more"; monitor names and run ids are
+    user/model-supplied text, markdown-escaped (:func:`automonitor.escaping.md_escape`). ``""`` when ``rows`` is empty."""
+    if not rows:
+        return ""
+    named = [f"{md_escape(m)} · {md_escape(r)} ({md_escape(w)})" for m, r, w in rows[: max(1, limit)]]
+    more = len(rows) - len(named)
+    return f"Not on the plane ({len(rows)}): " + "; ".join(named) + (f"; and {more} more" if more > 0 else "")
