@@ -240,8 +240,8 @@ def _confirm_cancel(rid: str, ask: str, note: str) -> None:
 
 
 def _in_progress(live, initial_active: tuple[str, ...]) -> None:
-    """One box per active run (progress, outcome counts, Cancel; a run with no live process gets the
-    ``run --resume`` advice instead of Cancel); reruns the page when a run that was
+    """One box per active run (progress, outcome counts, Cancel; a run with no live process also gets the
+    ``run --resume`` advice); reruns the page when a run that was
     active has ended."""
     note = st.session_state.get(f"{PAGE}.cancelled_note")
     if note:
@@ -259,7 +259,7 @@ def _in_progress(live, initial_active: tuple[str, ...]) -> None:
         )
         dead = views.no_live_process(row["status"], row.get("process_alive"))  # killed or crashed: nothing moves it on
         if dead:
-            box.warning(views.resume_advice(rid))  # in place of Cancel: resuming it is what goes on
+            box.warning(views.resume_advice(rid))  # resume goes on; Cancel (below) ends it
         frac = min(1.0, row["done"] / row["n"]) if row["n"] else 0.0
         counts = {o: int(row[o]) for o in vocab.OUTCOMES if row[o]}
         box.progress(
@@ -267,8 +267,6 @@ def _in_progress(live, initial_active: tuple[str, ...]) -> None:
             text=f"{int(row['done']):,} / {int(row['n']):,} judged · "
             + " · ".join(f"{k} {v}" for k, v in counts.items()),
         )
-        if dead:
-            continue
         ask = f"{PAGE}.confirm_cancel.{rid}"
         btn.button(  # asks for confirmation first
             "Cancel",

@@ -178,8 +178,8 @@ def no_live_process(status: str, process_alive: object = None) -> bool:
 
 
 def resume_advice(run_id: str) -> str:
-    """Markdown for the Runs page's box of a run with :func:`no_live_process`, in place of its Cancel button: no process
-    is judging it, the samples judged are kept, and the command that goes on from where it stopped, with the run's
+    """Markdown for the Runs page's box of a run with :func:`no_live_process`, above its Cancel button: no process
+    is judging it, the samples judged are kept, the command that goes on from where it stopped (or Cancel), with the run's
     id (in a code span when it is plain ``[A-Za-z0-9_.:-]``; markdown-escaped outside one otherwise)."""
     rid = str(run_id)
     cmd = (
@@ -189,7 +189,7 @@ def resume_advice(run_id: str) -> str:
     )
     return (
         "No process is judging this run (it was killed or crashed; the samples judged are kept): "
-        f"{cmd} goes on from where it stopped."
+        f"{cmd} goes on from where it stopped; Cancel ends it here."
     )
 
 

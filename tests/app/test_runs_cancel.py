@@ -100,8 +100,9 @@ def test_a_killed_run_says_no_process_is_judging_it(tmp_path):
             warns = [w.value for w in at.warning if "No process is judging this run" in w.value]
             assert len(warns) == 1 and "automonitor run --resume" in warns[0]
             assert f"`automonitor run --resume {killed}`" in warns[0]  # the run's own id, ready to paste
-            keys = {b.key for b in at.button}  # no Cancel for a run nothing judges: resuming it is what goes on
-            assert f"runs.cancel.{killed}" not in keys and f"runs.cancel.{alive}" in keys
+            keys = {b.key for b in at.button}  # Cancel stays for both: a dead run can be resumed or ended here
+            assert f"runs.cancel.{killed}" in keys and f"runs.cancel.{alive}" in keys
+            assert "Cancel ends it here" in warns[0]
             table = at.dataframe[0].value.set_index("run_id")
             assert table.loc[killed, "status"] == "running (no live process)"
             assert table.loc[alive, "status"] == "running"
