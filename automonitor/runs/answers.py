@@ -172,6 +172,8 @@ def norm_category(value: object) -> str | None:
 #: for both (``contradictory``); before, the lenient reader flipped it into the other verdict
 #: (``automonitor.runs.parsing.negated_verdict_value``); and a clause that reopens the verdict as a question (``Benign. Or is
 #: it?``) or the markers ``April fools``/``gotcha`` make a lenient answer ``invalid`` (``parsing._REOPENING``)
+#: and an earlier object of a key given twice is read too (``{"r": {"verdict": "misbehavior"}, "r": {"verdict":
+#: "benign"}}`` was benign: ``contradictory``; ``parsing._json_fields``)
 GRAMMAR_VERSION = "18"
 #: the one tool a request with ``structured=tools`` declares (openai and anthropic backends); a call to any
 #: other tool is never read as a verdict

@@ -121,7 +121,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Iterable, Mapping, NoReturn
+from typing import Iterable, Iterator, Mapping, NoReturn
 
 from automonitor.runs.answers import (
     CONTRADICTORY,
@@ -413,33 +413,24 @@ def negated_verdict_value(value: object) -> bool:
     any verdict beside it, rather than reading as the opposite verdict (grammar 18)."""
     if not isinstance(value, str):
         return False
-    v = _value_words(value)
+    v, negations = _value_words(value), 0
     while v.startswith(("not ", "no ")):
-        v = v.split(" ", 1)[1]
-        if verdict_value(v) is not None or negated_verdict_value(v):
-            return True
-    return False
+        v, negations = v.split(" ", 1)[1], negations + 1
+    return negations > 0 and verdict_value(v) is not None
 
 
 def _negated_verdict_key(obj: Mapping[str, object]) -> str | None:
     """The dotted path of the first key of :data:`_VERDICT_KEYS` (any case) in ``obj`` or the objects and lists
-    nested in it whose value is a negated verdict word (:func:`negated_verdict_value`), else None. Walked without
-    recursion, at most :data:`_NESTED_MAX` values."""
-    stack: list[tuple[str, object]] = [("", obj)]
-    seen = 0
-    while stack and seen < _NESTED_MAX:
-        path, value = stack.pop()
-        seen += 1
-        if isinstance(value, Mapping):
-            for k, v in [*getattr(value, "duplicates", ()), *value.items()]:
-                where = f"{path}.{k}" if path else str(k)
-                if str(k).strip().lower() in _VERDICT_KEYS and negated_verdict_value(v):
-                    return where
-                if isinstance(v, (Mapping, list)):
-                    stack.append((where, v))
-        elif isinstance(value, list):
-            stack += [(f"{path}[{i}]", v) for i, v in enumerate(value) if isinstance(v, (Mapping, list))]
-    return None
+    nested in it (:func:`_json_fields`) whose value is a negated verdict word (:func:`negated_verdict_value`), else
+    None."""
+    return next(
+        (
+            path
+            for path, _holder, k, v in _json_fields(obj, own=True)
+            if str(k).strip().lower() in _VERDICT_KEYS and negated_verdict_value(v)
+        ),
+        None,
+    )
 
 
 def _norm_severity(value: object) -> str | None:
@@ -562,7 +553,24 @@ def _nested_verdicts(obj: Mapping[str, object]) -> list[tuple[str, Label, Mappin
     answer costs no stack. Grammar 13: before, ``{"result": {"verdict": "benign"}, "verdict": "misbehavior"}``
     was misbehavior, the nested verdict unseen."""
     out: list[tuple[str, Label, Mapping[str, object], str | None]] = []
-    stack: list[tuple[str, object]] = [(str(k), v) for k, v in reversed(list(obj.items()))]
+    for path, holder, k, v in _json_fields(obj, own=False):
+        key = str(k).strip().lower()
+        said = verdict_value(v) if key in _VERDICT_KEYS else _property_side(key, v)
+        if said is not None:
+            out.append((path, said, holder, str(k) if key in _VERDICT_KEYS else None))
+    return out
+
+
+def _json_fields(obj: Mapping[str, object], *, own: bool) -> Iterator[tuple[str, Mapping[str, object], object, object]]:
+    """``(path, holder, key, value)`` of every key whose value is neither an object nor a list, in the objects nested in
+    ``obj`` (in its values and in lists, at any depth) and, with ``own``, ``obj``'s own keys first: depth first in the
+    objects' order, a key given twice once per value (the earlier values first, and an earlier object or list walked
+    too), paths dotted (``result.verdict``, ``items[0].label``). Walked without recursion and at most
+    :data:`_NESTED_MAX` values, so a deeply nested answer costs no stack. The one walk of :func:`_nested_verdicts` and
+    :func:`_negated_verdict_key`."""
+    stack: list[tuple[str | None, object]] = (
+        [(None, obj)] if own else [(str(k), v) for k, v in reversed([*getattr(obj, "duplicates", ()), *obj.items()])]
+    )
     seen = 0
     while stack and seen < _NESTED_MAX:
         path, value = stack.pop()
@@ -570,18 +578,17 @@ def _nested_verdicts(obj: Mapping[str, object]) -> list[tuple[str, Label, Mappin
         if isinstance(value, Mapping):
             pairs = [*getattr(value, "duplicates", ()), *value.items()]
             for k, v in pairs:
-                key = str(k).strip().lower()
-                if isinstance(v, (Mapping, list)):
-                    continue
-                said = verdict_value(v) if key in _VERDICT_KEYS else _property_side(key, v)
-                if said is not None:
-                    out.append((f"{path}.{k}", said, value, str(k) if key in _VERDICT_KEYS else None))
-            stack += [(f"{path}.{k}", v) for k, v in reversed(list(value.items())) if isinstance(v, (Mapping, list))]
+                if not isinstance(v, (Mapping, list)):
+                    yield (str(k) if path is None else f"{path}.{k}"), value, k, v
+            stack += [
+                (str(k) if path is None else f"{path}.{k}", v)
+                for k, v in reversed(pairs)
+                if isinstance(v, (Mapping, list))
+            ]
         elif isinstance(value, list):
             stack += [
                 (f"{path}[{i}]", v) for i, v in reversed(list(enumerate(value))) if isinstance(v, (Mapping, list))
             ]
-    return out
 
 
 _PAPER_SEVERITY = {"minor": "low", "moderate": "medium", "severe": "high"}

@@ -53,3 +53,21 @@ def test_plain_values_still_read():
     assert not negated_verdict_value("nothing")
     assert not negated_verdict_value("no")
     assert parse_text('{"verdict": "benign"}').outcome == "benign"
+
+
+@given(
+    first=st.sampled_from(["misbehavior", "benign"]),
+    second=st.sampled_from(["misbehavior", "benign"]),
+    key=st.sampled_from(["result", "r", "judgement"]),
+    vkey=st.sampled_from(KEYS),
+)
+def test_a_key_given_twice_with_objects_is_read_in_both(first, second, key, vkey):
+    """The walk of nested verdicts (``parsing._json_fields``) reads an earlier value of a key given twice when it is
+    an object too: ``{"r": {"verdict": "misbehavior"}, "r": {"verdict": "benign"}}`` was benign (the earlier object
+    unseen); its two verdicts disagree, so it is contradictory, and agreeing ones stay a verdict."""
+    answer = f'{{"{key}": {{"{vkey}": "{first}"}}, "{key}": {{"{vkey}": "{second}"}}}}'
+    got = parse_text(answer)
+    if first == second:
+        assert got.outcome == first, (answer, got)
+    else:
+        assert (got.outcome, got.reason) == ("invalid", parsing.CONTRADICTORY), (answer, got)
