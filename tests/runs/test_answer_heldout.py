@@ -370,16 +370,22 @@ def test_a_429_without_a_quota_code_is_a_rate_limit_and_retried(engine, monkeypa
         assert "quota" not in (info.get("error") or "")
 
 
+def _forced_run(engine, monkeypatch, force: str) -> tuple[str, dict]:
+    """``(run_id, summary)`` of a run of 2 pairs (4 samples) judged by a loopback OpenAI-compatible server that
+    answers every request as ``force`` (:class:`OpenAIFaultServer`), no API key in the environment."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    add_pairs(engine, 2)
+    with OpenAIFaultServer() as srv:
+        srv.force = force
+        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
+        return rid, runner.execute_run(engine, rid)
+
+
 def test_a_judge_behind_a_proxy_answering_html_502_is_warned_and_marked(engine, monkeypatch):
     """5xx pages are transient (retried), not 'never reached': the run finishes, warned and marked."""
     from automonitor.runs.status import answer_quality, error_warning
 
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    add_pairs(engine, 2)
-    with OpenAIFaultServer() as srv:
-        srv.force = "html502"
-        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
-        out = runner.execute_run(engine, rid)
+    rid, out = _forced_run(engine, monkeypatch, "html502")
     assert out["counts"]["error"] > 0 and out["counts"]["misbehavior"] == out["counts"]["benign"] == 0
     line = error_warning(engine, rid)
     assert line is not None and "100%" in line and "\n" not in line
@@ -393,12 +399,7 @@ def test_a_judge_whose_every_answer_is_cut_off_is_marked_invalid(engine, monkeyp
     from automonitor import analysis
     from automonitor.runs.status import answer_quality, error_warning
 
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    add_pairs(engine, 2)
-    with OpenAIFaultServer() as srv:
-        srv.force = "length"
-        rid = runner.create_run(engine, "openai:m", "direct", base_url=srv.base_url, params=FAST)
-        out = runner.execute_run(engine, rid)
+    rid, out = _forced_run(engine, monkeypatch, "length")
     assert out["counts"]["invalid"] > 0 and out["counts"]["misbehavior"] == out["counts"]["benign"] == 0
     assert answer_quality(engine, [rid])[rid]["marks"] == ["invalid 100%"]
     assert "invalid" in (error_warning(engine, rid) or "")
